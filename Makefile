@@ -1,0 +1,44 @@
+# tinydynamo: every target creates .venv (Python 3.11) and installs the project if needed.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install test pytest check-assignments book assignments grade test-hook bench demo clean
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,book,course]'
+	touch $(STAMP)
+
+# The C extension is rebuilt whenever its source changes.
+EXT_STAMP := $(VENV)/.ext-built
+$(EXT_STAMP): $(STAMP) $(wildcard src/tinydynamo/_C/*.c src/tinydynamo/_C/*.h)
+	$(PY) setup.py -q build_ext --inplace
+	touch $(EXT_STAMP)
+
+install: $(EXT_STAMP)
+
+test: install
+	$(MAKE) pytest check-assignments book
+
+pytest: install
+	$(PY) -m pytest
+
+check-assignments: install
+	$(PY) -m tinydynamo.course.check
+
+book: install
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
+	@echo "Book built: $(CURDIR)/_build/html/index.html"
+
+assignments: install
+	$(PY) -m tinydynamo.course.release $(if $(FORCE),--force)
+
+grade: install
+	@test -n "$(A)" || (echo "usage: make grade A=<assignment>, e.g. make grade A=a01_bytecode"; exit 2)
+	$(PY) -m tinydynamo.course.grade $(A)
+
+clean:
+	rm -rf _build

@@ -1,0 +1,17 @@
+"""tinydynamo: PyTorch 2's compiler stack, rebuilt small enough to read (Introduction chapter).
+
+The pipeline, in the order data flows (each package is one part of the book):
+
+    _C        the PEP 523 frame hook                      chapter 2
+    dynamo    bytecode → FX graph + guards, graph breaks    chapters 3–5
+    aot       joint graph, functionalization, partitioning  chapter 6
+    prims     aten → a small closed set of prims            chapter 7
+    inductor  loop IR, fusion, C++ and Triton codegen       chapters 8–11
+
+``backends.py`` wires them together; read it first.
+"""
+from . import config
+from ._logging import set_logs
+from .utils import stats
+
+__all__ = ["config", "set_logs", "stats"]

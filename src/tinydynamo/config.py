@@ -1,0 +1,46 @@
+"""Global knobs of tinydynamo, read by every stage (introduced in the Introduction chapter).
+
+Change them by assignment (``tinydynamo.config.cache_size_limit = 4``) or for a block of
+code with ``tinydynamo.config.patch(cache_size_limit=4)``.
+"""
+import contextlib
+import os
+import sys
+
+# Dynamo: how many guarded entries one code object may hold before its frames run eagerly.
+cache_size_limit = 8
+# On an internal compiler error, warn and run the frame eagerly instead of raising.
+suppress_errors = os.environ.get("TINYDYNAMO_SUPPRESS_ERRORS", "0") == "1"
+# Where generated kernels and their compiled libraries are cached across processes.
+cache_dir = os.environ.get(
+    "TINYDYNAMO_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "tinydynamo")
+)
+# Where debug artifacts (graphs, generated source) are written when asked for.
+debug_dir = os.environ.get("TINYDYNAMO_DEBUG_DIR", os.path.join(os.getcwd(), "tinydynamo_debug"))
+# Run the Triton code generator on CPU tensors too, through TRITON_INTERPRET=1.
+triton_on_cpu = os.environ.get("TINYDYNAMO_TRITON_ON_CPU", "0") == "1"
+
+_OPTIONS = (
+    "cache_size_limit",
+    "suppress_errors",
+    "cache_dir",
+    "debug_dir",
+    "triton_on_cpu",
+)
+
+
+@contextlib.contextmanager
+def patch(**changes):
+    """Temporarily set config options: ``with config.patch(cache_size_limit=2): ...``."""
+    module = sys.modules[__name__]
+    unknown = sorted(set(changes) - set(_OPTIONS))
+    if unknown:
+        raise AttributeError(f"tinydynamo.config has no option(s) {unknown}; known: {list(_OPTIONS)}")
+    saved = {name: getattr(module, name) for name in changes}
+    for name, value in changes.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)

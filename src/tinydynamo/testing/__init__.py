@@ -1,0 +1,1 @@
+"""Shared helpers for tests, the book, benchmarks and assignments (see ``models`` for the zoo)."""
