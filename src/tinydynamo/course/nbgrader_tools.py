@@ -88,8 +88,18 @@ def _failure_messages(autograded_dir):
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             if grade_id and errors:
-                messages[(path.stem, grade_id)] = f"{errors[0]['ename']}: {errors[0]['evalue']}"
+                messages[(path.stem, grade_id)] = _explain(errors[0])
     return messages
+
+
+def _explain(error):
+    if error["ename"] == "KeyboardInterrupt":
+        return "the test ran past the per-cell time limit and was interrupted (an infinite loop?)"
+    return f"{error['ename']}: {error['evalue']}"
+
+
+def _clip(line, width=240):
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def format_table(scores):
@@ -98,7 +108,7 @@ def format_table(scores):
     for s in scores:
         lines.append(f"{s.test:<{width}}  {s.score:g}/{s.max_score:g}")
         if s.message:
-            lines.extend("    " + line for line in s.message.splitlines()[:12])
+            lines.extend("    " + _clip(line) for line in s.message.splitlines()[:12])
     total, best = sum(s.score for s in scores), sum(s.max_score for s in scores)
     lines.append(f"{'TOTAL':<{width}}  {total:g}/{best:g}")
     return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""An nbgrader executor that survives a learner's cell killing the Python kernel.
+
+nbgrader already interrupts a cell that runs past its time limit and records exceptions as
+failed tests. A cell that kills the kernel (``os._exit``, a segfault in C code, running out of
+memory) would abort the whole grading run instead. ``ContainedExecute`` records that cell as failed,
+starts a fresh kernel, replays the cells that ran before it (their outputs discarded), and goes
+on, so the damage is limited to the tests that depend on the broken cell.
+"""
+import copy
+
+from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+
+KERNEL_DIED = (
+    "the Python kernel died while running this cell (os._exit, a crash in C code, or running out "
+    "of memory). The grader restarted it and re-ran the cells before this one."
+)
+
+
+class ContainedExecute(Execute):
+    def preprocess(self, nb, resources=None, km=None):
+        self._executed = []
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            cell.outputs.append(
+                NotebookNode(output_type="error", ename="KernelDied", evalue=KERNEL_DIED, traceback=[KERNEL_DIED])
+            )
+            self._restart_and_replay()
+            return cell, self.resources
+        if cell.cell_type == "code":
+            self._executed.append((copy.deepcopy(cell), index))
+        return cell, resources
+
+    def _restart_and_replay(self):
+        self.log.warning("kernel died; restarting it and replaying %d cells", len(self._executed))
+        self._cleanup_kernel()
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+        for cell, index in self._executed:
+            replay = copy.deepcopy(cell)
+            replay.outputs = []
+            self.execute_cell(replay, index, store_history=True)
