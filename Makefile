@@ -40,5 +40,8 @@ grade: install
 	@test -n "$(A)" || (echo "usage: make grade A=<assignment>, e.g. make grade A=a01_bytecode"; exit 2)
 	$(PY) -m tinydynamo.course.grade $(A)
 
+bench: install
+	$(PY) -m tinydynamo.bench $(BENCH_ARGS)
+
 clean:
 	rm -rf _build

@@ -1,0 +1,54 @@
+"""``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 12)."""
+import argparse
+import os
+import sys
+import tempfile
+
+import torch
+
+from . import harness, report
+from .workloads import WORKLOADS
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m tinydynamo.bench", description=__doc__)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (for the book and CI)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated names: " + ", ".join(WORKLOADS))
+    parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
+    parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="keep compiler caches (by default both compilers start cold, in fresh cache dirs)")
+    return parser.parse_args(argv)
+
+
+def cold_caches():
+    """Fresh cache directories, so first-call times are true compile times for both compilers."""
+    import tinydynamo.config
+
+    root = tempfile.mkdtemp(prefix="tinydynamo-bench-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "torchinductor")
+    tinydynamo.config.cache_dir = os.path.join(root, "tinydynamo")
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("No CUDA GPU is available on this machine: the GPU benchmark was not run.")
+        return 0
+    names = [n for n in args.workloads.split(",") if n]
+    unknown = sorted(set(names) - set(WORKLOADS))
+    if unknown:
+        sys.exit(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    if not args.warm_caches:
+        cold_caches()
+    copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
+    data = report.to_json(report.environment(args.device, args.quick), copy_gbps, results)
+    path = report.write(data, args.out)
+    print(report.to_markdown(data))
+    print(f"\nresults written to {path} (and .md)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The benchmark harness runs, checks results against eager, and writes JSON and markdown."""
+import json
+
+import torch
+
+from tinydynamo.bench import __main__ as bench
+from tinydynamo.bench import harness, workloads
+
+
+def test_quick_run_writes_results(tmp_path, capsys):
+    assert bench.main(["--quick", "--workloads", "call_overhead", "--rounds", "1", "--out", str(tmp_path)]) == 0
+    (json_path,) = tmp_path.glob("bench-cpu-*.json")
+    data = json.loads(json_path.read_text())
+    (workload,) = data["workloads"]
+    assert workload["name"] == "call_overhead"
+    eager = workload["variants"]["eager"]
+    assert eager["error"] is None and eager["median_s"] > 0 and eager["speedup"] == 1.0
+    assert workload["variants"]["torch.compile"]["median_s"] > 0
+    assert data["copy_bandwidth_gbps"] > 0
+    assert "| (h) call overhead" in capsys.readouterr().out
+    assert (tmp_path / json_path.name.replace(".json", ".md")).exists()
+
+
+def test_no_gpu_says_so_and_exits_zero(capsys):
+    if torch.cuda.is_available():
+        return
+    assert bench.main(["--device", "cuda"]) == 0
+    assert "No CUDA GPU" in capsys.readouterr().out
+
+
+def test_a_wrong_result_is_reported_not_timed():
+    reference = torch.ones(3)
+    assert harness._check(reference, torch.ones(3)) is None
+    assert "differs from eager" in harness._check(reference, torch.zeros(3))
+
+
+def test_workloads_compute_what_they_say():
+    x = torch.randn(100)
+    torch.testing.assert_close(workloads.gelu_tanh_chain(x), torch.nn.functional.gelu(x, approximate="tanh"))
