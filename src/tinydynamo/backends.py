@@ -6,6 +6,8 @@ that takes the same flat positional inputs and returns what ``gm`` returns.
 """
 import torch
 
+from .aot import aot_autograd, nop
+
 _BACKENDS = {}
 
 
@@ -34,3 +36,18 @@ def list_backends():
 def eager(gm: torch.fx.GraphModule, example_inputs):
     """Run the captured FX graph as it is (chapter 3)."""
     return gm.forward
+
+
+@register_backend(name="aot_eager")
+def aot_eager(gm: torch.fx.GraphModule, example_inputs):
+    """AOT autograd: joint graph, functionalization, partition; aten ops run eagerly (chapter 6)."""
+    return aot_autograd(gm, example_inputs, fw_compiler=nop, bw_compiler=nop)
+
+
+def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
+    """The ``torch_dynamo_backends`` entry point: ``torch.compile(model, backend="tinydynamo")``.
+
+    PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
+    tinydynamo's graphs are specialised to static shapes, so pass ``dynamic=False``.
+    """
+    return aot_eager(gm, example_inputs)

@@ -1,0 +1,189 @@
+"""Capturing the forward or joint graph of a program, with its metadata (chapter 6).
+
+``capture(fn, inputs, with_backward=...)`` runs ``fn`` once under the ``DispatchTracer`` on
+copies of the inputs (copies, because the program may mutate them: think BatchNorm's running
+statistics). Then it
+
+1. analyses the outputs and mutations (``ViewAndMutationMeta``), which decides the forward
+   graph's outputs: new values of mutated inputs, then the outputs that are not aliases, then
+   the bases of outputs that are views of intermediates;
+2. for training, calls ``torch.autograd.grad(outputs, inputs, grad_outputs=tangents)`` under
+   the same tracer. The ops the autograd engine runs are recorded too, so the graph becomes
+   the **joint graph**: ``(primals..., tangents...) -> (forward outputs..., gradients...)``.
+
+PyTorch does the same in two passes (``collect_metadata_analysis.py`` then
+``graph_capture.py``) on fake tensors; tinydynamo traces real tensors in one pass.
+"""
+import dataclasses
+
+import torch
+import torch.fx as fx
+from torch.utils._pytree import tree_flatten
+
+from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
+from .tracer import DispatchTracer, to_meta
+
+
+@dataclasses.dataclass
+class CapturedGraph:
+    graph_module: fx.GraphModule
+    meta: ViewAndMutationMeta
+    is_joint: bool  # joint graph (with tangents and gradients) or a forward-only graph
+
+
+def clone_inputs(inputs, requires_grad):
+    """Copies to trace on: same sizes, strides and offsets; inputs sharing memory still do."""
+    storages = {}
+    clones = []
+    with torch.no_grad():
+        for x in inputs:
+            if not isinstance(x, torch.Tensor):
+                clones.append(x)
+                continue
+            key = (x.device, x.untyped_storage().data_ptr())
+            if key not in storages:
+                storages[key] = x.untyped_storage().clone()
+            clone = torch.empty(0, dtype=x.dtype, device=x.device)
+            clone.set_(storages[key], x.storage_offset(), x.shape, x.stride())
+            clones.append(clone.requires_grad_(requires_grad and x.requires_grad))
+    return clones
+
+
+def _view_steps(info):
+    """The (func, args, kwargs, index) steps that re-make a view from its storage's base."""
+    steps = []
+    while info.view is not None:
+        view = info.view
+        steps.append((view.func, view.args, view.kwargs, view.index))
+        info = view.parent
+    return tuple(reversed(steps))
+
+
+class _OutputAnalysis:
+    """Classifies user outputs and collects the forward graph's outputs (real tensors)."""
+
+    def __init__(self, tracer, inputs, mutated_inputs):
+        self.tracer = tracer
+        self.inputs = inputs
+        self.graph_outputs = [inputs[i] for i in mutated_inputs]
+
+    def graph_output_index(self, tensor):
+        for i, t in enumerate(self.graph_outputs):
+            if t is tensor:
+                return i
+        self.graph_outputs.append(tensor)
+        return len(self.graph_outputs) - 1
+
+    def classify(self, value):
+        info = self.tracer.info(value) if isinstance(value, torch.Tensor) else None
+        if info is None:  # not a tensor, or a tensor the program did not compute
+            return OutputInfo(OutputType.CONSTANT, value=value)
+        for i, x in enumerate(self.inputs):
+            if x is value:
+                return OutputInfo(OutputType.IS_INPUT, index=i)
+        if info.storage.input_index is not None:
+            index = info.storage.input_index
+            return OutputInfo(OutputType.ALIAS_OF_INPUT, index, _view_steps(info))
+        if info.storage.is_constant:
+            raise NotImplementedError("tinydynamo.aot: returning a view of a tensor constant")
+        if info.view is not None:
+            base = info
+            while base.view is not None:
+                base = base.view.parent
+            index = self.graph_output_index(base.tensor)
+            return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info))
+        return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
+
+
+def _mutated_inputs(tracer, inputs, with_backward):
+    mutated = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor) or tracer.info(x).storage.version == 0:
+            continue
+        if with_backward and x.requires_grad:
+            raise NotImplementedError(
+                f"tinydynamo.aot: input {i} is mutated in place and requires grad; unsupported"
+            )
+        mutated.append(i)
+    return mutated
+
+
+def _is_cuda_tensor(x):
+    return isinstance(x, torch.Tensor) and x.device.type == "cuda"
+
+
+def _run_forward(tracer, fn, inputs, with_backward):
+    # Tracing runs the program for real: restore the random number generators afterwards, so
+    # the compiled program draws the same random numbers as eager would have.
+    cuda_devices = sorted({x.device.index or 0 for x in inputs if _is_cuda_tensor(x)})
+    # cuDNN off: batch norm then runs as native_batch_norm, which functionalization knows.
+    with torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False):
+        with torch.set_grad_enabled(with_backward), tracer:
+            return fn(*inputs)
+
+
+def capture(fn, inputs, *, with_backward):
+    """Trace ``fn(*inputs)`` into a forward graph, or a joint graph if ``with_backward``."""
+    tracer = DispatchTracer()
+    traced_inputs = clone_inputs(inputs, requires_grad=with_backward)
+    for i, x in enumerate(traced_inputs):
+        tracer.add_input(f"primals_{i + 1}", x, input_index=i)
+    outputs = _run_forward(tracer, fn, traced_inputs, with_backward)
+    flat_outputs, output_spec = tree_flatten(outputs)
+    mutated = _mutated_inputs(tracer, traced_inputs, with_backward)
+    analysis = _OutputAnalysis(tracer, traced_inputs, mutated)
+    output_infos = [analysis.classify(v) for v in flat_outputs]
+    graph_outputs = analysis.graph_outputs
+    input_infos = [
+        _input_info(traced, original, i in mutated)
+        for i, (traced, original) in enumerate(zip(traced_inputs, inputs))
+    ]
+    meta = ViewAndMutationMeta(
+        inputs=input_infos,
+        outputs=output_infos,
+        output_spec=output_spec,
+        mutated_inputs=mutated,
+        graph_outputs=[to_meta(t) for t in graph_outputs],
+        graph_output_devices=[t.device for t in graph_outputs],
+        graph_output_requires_grad=[t.requires_grad for t in graph_outputs],
+        traced_with_grad=with_backward,
+    )
+    forward_nodes = [tracer.value_of(t) for t in graph_outputs]
+    if not (with_backward and meta.differentiable_outputs):
+        return CapturedGraph(tracer.graph_module(forward_nodes), meta, is_joint=False)
+    grad_nodes, meta.grad_inputs = _trace_backward(tracer, traced_inputs, graph_outputs, meta)
+    return CapturedGraph(tracer.graph_module(forward_nodes + grad_nodes), meta, is_joint=True)
+
+
+def _input_info(traced, original, mutated):
+    if not isinstance(traced, torch.Tensor):
+        return InputInfo(traced, None, requires_grad=False, mutated=False)
+    return InputInfo(to_meta(traced), traced.device, original.requires_grad, mutated)
+
+
+def _input_versions(tracer, inputs):
+    return [tracer.info(x).storage.version if isinstance(x, torch.Tensor) else 0 for x in inputs]
+
+
+def _trace_backward(tracer, inputs, graph_outputs, meta):
+    """Record the backward: gradients of the differentiable outputs w.r.t. the inputs.
+
+    Returns the gradient nodes and the indices of the inputs they are gradients of.
+    """
+    differentiable = [graph_outputs[i] for i in meta.differentiable_outputs]
+    tangents = [torch.ones(t.shape, dtype=t.dtype, device=t.device) for t in differentiable]
+    for k, tangent in enumerate(tangents):
+        tracer.add_input(f"tangents_{k + 1}", tangent)
+    wants_grad = [
+        i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.requires_grad
+    ]
+    versions = _input_versions(tracer, inputs)
+    tracer.constants_allowed = False
+    with tracer:
+        grads = torch.autograd.grad(
+            differentiable, [inputs[i] for i in wants_grad], tangents, allow_unused=True
+        )
+    if _input_versions(tracer, inputs) != versions:
+        raise NotImplementedError("tinydynamo.aot: the backward mutates a graph input; unsupported")
+    grad_inputs = [i for i, g in zip(wants_grad, grads) if g is not None]
+    return [tracer.value_of(g) for g in grads if g is not None], grad_inputs

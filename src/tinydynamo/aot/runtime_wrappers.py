@@ -1,0 +1,114 @@
+"""Running compiled graphs with eager semantics: the runtime wrapper (chapter 6).
+
+``CompiledFunction`` is the ``torch.autograd.Function`` that hides the two compiled graphs
+from autograd: its ``forward`` runs the forward graph and saves what the partitioner chose,
+its ``backward`` runs the backward graph on those values and the incoming gradients.
+
+``RuntimeWrapper`` is the callable ``aot_autograd`` returns. Around the graphs it restores
+what functionalization took out (PyTorch: ``runtime_wrappers.py``): it checks the inputs
+match what was traced, copies new values into mutated inputs, and re-makes outputs that
+alias an input or another output by replaying their view ops.
+"""
+import torch
+from torch.utils._pytree import tree_unflatten
+
+from .schemas import OutputType
+
+
+class CompiledFunction(torch.autograd.Function):
+    """Forward and backward of one compiled program; each call keeps its own saved values."""
+
+    @staticmethod
+    def forward(ctx, runtime, *args):
+        meta = runtime.meta
+        outputs = runtime.forward(*args)
+        graph_outputs, saved = outputs[: meta.num_graph_outputs], outputs[meta.num_graph_outputs :]
+        ctx.runtime = runtime
+        ctx.set_materialize_grads(False)  # None gradients are turned into zeros below
+        ctx.save_for_backward(*saved)
+        ctx.mark_non_differentiable(
+            *(out for out, rg in zip(graph_outputs, meta.graph_output_requires_grad) if not rg)
+        )
+        return tuple(graph_outputs)
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        if torch.is_grad_enabled():
+            # The backward graph's ops are not recorded by autograd, so a second derivative
+            # would silently come out as zero: refuse, whatever create_graph is used for.
+            raise RuntimeError(
+                "tinydynamo.aot: double backward (create_graph=True) through a compiled graph "
+                "is unsupported"
+            )
+        meta = ctx.runtime.meta
+        tangents = [_tangent(grad_outputs[i], meta, i) for i in meta.differentiable_outputs]
+        grads = iter(ctx.runtime.backward(*ctx.saved_tensors, *tangents))
+        grad_inputs = set(meta.grad_inputs)
+        return None, *(next(grads) if i in grad_inputs else None for i in range(len(meta.inputs)))
+
+
+def _tangent(grad, meta, index):
+    """The backward graph was traced with contiguous tangents: give it one, zeros if unused."""
+    if grad is None:
+        example = meta.graph_outputs[index]
+        device = meta.graph_output_devices[index]
+        return torch.zeros(example.shape, dtype=example.dtype, device=device)
+    return grad.contiguous()
+
+
+def _replay_views(base, steps):
+    for func, args, kwargs, index in steps:
+        base = func(base, *args, **kwargs)
+        if index is not None:
+            base = base[index]
+    return base
+
+
+class RuntimeWrapper:
+    """The compiled callable: same flat inputs as the original graph, same outputs."""
+
+    def __init__(self, meta, forward, backward, lifted):
+        self.meta = meta
+        self.forward = forward  # compiled forward graph
+        self.backward = backward  # compiled backward graph, None when compiled for inference
+        self.lifted = lifted  # parameters and buffers, passed before the user's inputs
+
+    def __call__(self, *args):
+        args = [*self.lifted, *args]
+        if len(args) != len(self.meta.inputs):
+            expected = len(self.meta.inputs)
+            raise TypeError(f"tinydynamo.aot: expected {expected} inputs, got {len(args)}")
+        for i, (info, arg) in enumerate(zip(self.meta.inputs, args)):
+            info.check(i, arg)
+        graph_outputs = self._run_graphs(args)
+        with torch.no_grad():
+            for value, i in zip(graph_outputs, self.meta.mutated_inputs):
+                args[i].copy_(value)
+        outputs = [self._user_output(o, args, graph_outputs) for o in self.meta.outputs]
+        return tree_unflatten(outputs, self.meta.output_spec)
+
+    def _run_graphs(self, args):
+        needs_grad = torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args
+        )
+        if needs_grad and not self.meta.traced_with_grad:
+            raise RuntimeError(
+                "tinydynamo.aot: this graph was compiled for inference (grad mode off or no input "
+                "requiring grad), but is now called with inputs that require grad; recompile"
+            )
+        if needs_grad and self.backward is not None:
+            return CompiledFunction.apply(self, *args)
+        with torch.no_grad():
+            return self.forward(*args)[: self.meta.num_graph_outputs]
+
+    @staticmethod
+    def _user_output(info, args, graph_outputs):
+        if info.kind is OutputType.CONSTANT:
+            return info.value
+        if info.kind is OutputType.IS_INPUT:
+            return args[info.index]
+        if info.kind is OutputType.NON_ALIAS:
+            return graph_outputs[info.index]
+        if info.kind is OutputType.ALIAS_OF_INPUT:
+            return _replay_views(args[info.index], info.views)
+        return _replay_views(graph_outputs[info.index], info.views)

@@ -1,0 +1,348 @@
+"""The dispatch tracer: record the aten ops a program runs as a functional FX graph (chapter 6).
+
+This is tinydynamo's version of ``make_fx`` (PyTorch: ``torch/fx/experimental/proxy_tensor.py``)
+with functionalization built in (PyTorch: ``FunctionalTensorWrapper``). It is a
+``TorchDispatchMode``: while it is active, every aten op that reaches the dispatcher, forward
+*and* backward ops run by the autograd engine, calls ``__torch_dispatch__``, which
+
+1. runs the op on the real tensors, so the program behaves exactly as it does in eager;
+2. records it as a graph node whose arguments are the nodes holding the current values of
+   the argument tensors. The tracer keeps a map from each real tensor to a ``TensorInfo``;
+   tensors it has never seen (e.g. a ``torch.tensor([...])`` literal) become ``get_attr``
+   constants, and plain Python values become literal arguments;
+3. records a mutating op (``add_``, ``copy_``, ``out=``) as its functional variant, then
+   points the mutated tensor at the new node. Views share a ``StorageInfo`` with the tensor
+   they view: writing through a view rebuilds its base with an inverse view op
+   (``slice_scatter``, ...), and a view whose base changed is re-made from the base the next
+   time it is read. The graph therefore contains no mutation at all.
+
+Every node gets ``meta["val"]`` (a meta-device tensor with the value's shape, strides and
+dtype) and ``meta["device"]``.
+"""
+import dataclasses
+import operator
+from typing import Optional
+
+import torch
+import torch.fx as fx
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+from .functionalization import (
+    IDENTITY_VIEWS,
+    TRACED_AS,
+    functional_arguments,
+    functional_variant,
+    mutated_arguments,
+    num_fresh_results,
+    view_inverse,
+)
+
+
+@dataclasses.dataclass(eq=False)
+class StorageInfo:
+    """One real storage used by the program, and the node holding its base tensor's value."""
+
+    base_node: fx.Node
+    input_index: Optional[int] = None  # the graph input that owns this storage, if any
+    is_constant: bool = False  # a tensor the program did not compute, stored on the graph module
+    version: int = 0  # bumped by every mutation, through the base or through any view
+    shared_with_other_inputs: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class ViewInfo:
+    """How a view was made from its parent tensor: ``func(parent, *args, **kwargs)[index]``."""
+
+    parent: "TensorInfo"
+    func: torch._ops.OpOverload
+    args: tuple
+    kwargs: dict
+    index: Optional[int] = None
+
+
+@dataclasses.dataclass(eq=False)
+class TensorInfo:
+    """What the tracer knows about one real tensor."""
+
+    tensor: torch.Tensor
+    storage: StorageInfo
+    view: Optional[ViewInfo]  # None for the tensor that owns its storage (the base)
+    node: fx.Node  # for a view: its value as of storage version ``version``
+    version: int
+
+
+def _layout(tensor):
+    return tensor.shape, tensor.stride(), tensor.storage_offset()
+
+
+def to_meta(value):
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    return value
+
+
+def _device_of(value):
+    tensors = [v for v in tree_flatten(value)[0] if isinstance(v, torch.Tensor)]
+    return tensors[0].device if tensors else None
+
+
+def _check_traceable(func, args):
+    """Refuse ops whose results depend on tensor *data*: a static graph cannot replay them."""
+    if torch.Tag.data_dependent_output in func.tags:
+        raise NotImplementedError(
+            f"tinydynamo.aot: {func} returns a value that depends on tensor data (like .item()); "
+            "a traced graph would bake it in"
+        )
+    integer_indexing = func is torch.ops.aten.index.Tensor and all(
+        i is None or i.dtype not in (torch.bool, torch.uint8) for i in args[1]
+    )
+    if torch.Tag.dynamic_output_shape in func.tags and not integer_indexing:
+        raise NotImplementedError(
+            f"tinydynamo.aot: the output shape of {func} depends on tensor data; unsupported"
+        )
+
+
+def _check_writable(storage, func):
+    """Refuse mutations the runtime could not replay (checked before the op runs for real)."""
+    if storage.shared_with_other_inputs:
+        raise NotImplementedError(
+            f"tinydynamo.aot: {func} mutates a graph input that shares memory with another input"
+        )
+    if storage.is_constant:
+        raise NotImplementedError(
+            f"tinydynamo.aot: {func} mutates a tensor constant; make it a buffer or an input"
+        )
+
+
+class DispatchTracer(TorchDispatchMode):
+    """Records every aten op run while it is active into ``self.graph``, functionalized."""
+
+    def __init__(self):
+        super().__init__()
+        self.graph = fx.Graph()
+        self.root = torch.nn.Module()  # owns the graph's get_attr constants
+        # Switched off for the backward: it may only use tensors the forward produced.
+        self.constants_allowed = True
+        self._infos: dict[int, TensorInfo] = {}  # id(tensor) -> info; infos keep tensors alive
+        self._input_storages: dict[int, StorageInfo] = {}
+        self._last_placeholder = None
+        self._num_constants = 0
+
+    # ----------------------------------------------------------------- inputs and outputs
+    def add_input(self, name, value, input_index=None):
+        """Add a placeholder (after the existing ones) standing for ``value``."""
+        if self._last_placeholder is None:
+            where = self.graph.inserting_before(None)
+        else:
+            where = self.graph.inserting_after(self._last_placeholder)
+        with where:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        if isinstance(value, torch.Tensor):
+            self._set_val(node, value, value.device)
+            storage = self._track(value, node, view=None).storage
+            storage.input_index = input_index
+            self._note_shared_input_storage(value, storage)
+        else:
+            node.meta["val"] = value
+        return node
+
+    def _note_shared_input_storage(self, tensor, storage):
+        key = tensor.untyped_storage().data_ptr()
+        if tensor.untyped_storage().nbytes() == 0:
+            return
+        other = self._input_storages.setdefault(key, storage)
+        if other is not storage:
+            other.shared_with_other_inputs = storage.shared_with_other_inputs = True
+
+    def info(self, tensor):
+        """The TensorInfo of a real tensor, or None if the traced program never produced it."""
+        return self._infos.get(id(tensor))
+
+    def value_of(self, tensor):
+        """The node holding ``tensor``'s current (functional) value."""
+        info = self._infos.get(id(tensor)) or self._add_constant(tensor)
+        return self._current(info)
+
+    def graph_module(self, outputs):
+        """Finish the graph with ``outputs`` (a list of nodes) and drop unused nodes."""
+        self.graph.output(tuple(outputs))
+        self.graph.eliminate_dead_code()
+        self.graph.lint()
+        return fx.GraphModule(self.root, self.graph)
+
+    # ----------------------------------------------------------------- the dispatch hook
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        func = TRACED_AS.get(func, func)
+        _check_traceable(func, args)
+        mutated = mutated_arguments(func, args, kwargs)
+        if mutated:
+            return self._trace_mutation(func, args, kwargs, mutated)
+        node_args, node_kwargs = self._graph_args((args, kwargs))
+        out = func(*args, **kwargs)
+        if func in IDENTITY_VIEWS:
+            node = node_args[0]
+        else:
+            node = self._emit(func, node_args, node_kwargs, out)
+        # (_unsafe_view shares memory with its input too, but by its contract that input is a
+        # temporary nobody else sees, so its result can be treated as a fresh tensor.)
+        parent = self._infos[id(args[0])] if func.is_view else None
+        for index, tensor, value in self._results(out, node):
+            view = ViewInfo(parent, func, args[1:], kwargs, index) if parent else None
+            self._track(tensor, value, view)
+        return out
+
+    def _trace_mutation(self, func, args, kwargs, mutated):
+        """Run a mutating op for real; record its functional variant instead."""
+        functional = functional_variant(func)
+        infos = [self._infos.get(id(t)) or self._add_constant(t) for t in mutated]
+        for info in infos:
+            _check_writable(info.storage, func)
+        functional_args = functional_arguments(func, functional, args, kwargs)
+        node_args, node_kwargs = self._graph_args(functional_args)
+        layouts = [_layout(t) for t in mutated]
+        out = func(*args, **kwargs)
+        if [_layout(t) for t in mutated] != layouts:
+            raise NotImplementedError(
+                f"tinydynamo.aot: {func} resizes or restrides a tensor in place; unsupported"
+            )
+        node = self._emit_on_meta(functional, node_args, node_kwargs)
+        if len(functional._schema.returns) == 1:
+            values = iter([node])
+        else:
+            values = iter(self._getitem(node, i) for i in range(len(functional._schema.returns)))
+        results = out if isinstance(out, (tuple, list)) else (out,)
+        for ret, result in zip(func._schema.returns, results):
+            if ret.alias_info is None:
+                self._track(result, next(values), view=None)
+        assert num_fresh_results(func) + len(infos) == len(functional._schema.returns)
+        for info, value in zip(infos, values):
+            self._write(info, value)
+        return out
+
+    # ----------------------------------------------------------------- tensors -> nodes
+    def _graph_args(self, tree):
+        return tree_map(self._graph_arg, tree)
+
+    def _graph_arg(self, value):
+        if isinstance(value, torch.Tensor):
+            return self.value_of(value)
+        if isinstance(value, torch.Generator):
+            raise NotImplementedError(
+                "tinydynamo.aot: explicit torch.Generator arguments are unsupported"
+            )
+        return value
+
+    def _add_constant(self, tensor):
+        """A tensor the program did not compute (e.g. a literal): store it on the graph module."""
+        if not self.constants_allowed:
+            raise RuntimeError(
+                "tinydynamo.aot: the backward used a tensor that the traced forward did not produce"
+            )
+        if tensor.requires_grad and torch.is_grad_enabled():
+            raise NotImplementedError(
+                "tinydynamo.aot: a tensor that requires grad is used but is not a graph input"
+            )
+        name = f"_tensor_constant{self._num_constants}"
+        self._num_constants += 1
+        setattr(self.root, name, tensor.detach().clone())
+        node = self.graph.get_attr(name)
+        self._set_val(node, tensor, tensor.device)
+        info = self._track(tensor, node, view=None)
+        info.storage.is_constant = True
+        return info
+
+    def _track(self, tensor, node, view):
+        if id(tensor) in self._infos:  # an op handed back a tensor we already know
+            return self._infos[id(tensor)]
+        storage = view.parent.storage if view else StorageInfo(base_node=node)
+        info = TensorInfo(tensor, storage, view, node, storage.version)
+        self._infos[id(tensor)] = info
+        return info
+
+    def _results(self, out, node):
+        """(index, tensor, node) for each tensor an op returned; index is None for a lone tensor."""
+        if isinstance(out, torch.Tensor):
+            yield None, out, node
+            return
+        for i, item in enumerate(out if isinstance(out, (tuple, list)) else ()):
+            if isinstance(item, (tuple, list)):
+                raise NotImplementedError(
+                    "tinydynamo.aot: ops returning nested lists are unsupported"
+                )
+            if isinstance(item, torch.Tensor):
+                yield i, item, self._getitem(node, i)
+
+    # ----------------------------------------------------------------- functionalization
+    def _current(self, info):
+        """The node for ``info``'s value now; a view whose storage changed is re-made."""
+        if info.view is None:
+            return info.storage.base_node
+        if info.version != info.storage.version:
+            info.node = self._replay_view(info)
+            info.version = info.storage.version
+        return info.node
+
+    def _replay_view(self, info):
+        view = info.view
+        parent = self._current(view.parent)
+        if view.func in IDENTITY_VIEWS:
+            return parent
+        if view.index is None:
+            return self._emit(view.func, (parent, *view.args), view.kwargs, info.tensor)
+        node = self._emit_on_meta(view.func, (parent, *view.args), view.kwargs)
+        return self._getitem(node, view.index)
+
+    def _write(self, info, value):
+        """``info``'s tensor now holds ``value``: update its storage and every alias of it."""
+        self._write_back(info, value)
+        info.storage.version += 1
+        if info.view is not None:
+            info.node, info.version = value, info.storage.version
+
+    def _write_back(self, info, value):
+        """Propagate a view's new value up to its base, one inverse view op per level."""
+        if info.view is None:
+            info.storage.base_node = value
+            return
+        parent = info.view.parent
+        inverse = view_inverse(info.view, parent.tensor, info.tensor)
+        if inverse is None:
+            new_parent = value
+        else:
+            op, template = inverse
+            parent_value = self._current(parent)
+            args = [parent_value if a == "parent" else value if a == "new" else a for a in template]
+            new_parent = self._emit_on_meta(op, args, {})
+        self._write_back(parent, new_parent)
+
+    # ----------------------------------------------------------------- graph nodes
+    def _emit(self, func, args, kwargs, val):
+        """Add the node ``func(*args, **kwargs)``, whose real result was ``val``."""
+        name = func.overloadpacket.__name__  # "mm", not "mm_default", as PyTorch names them
+        node = self.graph.create_node("call_function", func, tuple(args), dict(kwargs), name=name)
+        self._set_val(node, val, _device_of(val))
+        return node
+
+    def _emit_on_meta(self, func, args, kwargs):
+        """Add a node that was not run for real; its ``val`` comes from running it on meta."""
+        meta_args, meta_kwargs = tree_map(
+            lambda a: a.meta["val"] if isinstance(a, fx.Node) else a, (tuple(args), dict(kwargs))
+        )
+        node = self._emit(func, args, kwargs, func(*meta_args, **meta_kwargs))
+        devices = [a.meta["device"] for a in node.all_input_nodes if a.meta["device"] is not None]
+        node.meta["device"] = devices[0] if devices else None
+        return node
+
+    def _getitem(self, node, index):
+        item = self.graph.call_function(operator.getitem, (node, index))
+        item.meta["val"] = node.meta["val"][index]
+        item.meta["device"] = node.meta["device"]
+        return item
+
+    @staticmethod
+    def _set_val(node, value, device):
+        node.meta["val"] = tree_map(to_meta, value)
+        node.meta["device"] = device

@@ -1,0 +1,293 @@
+"""aot_autograd end to end: zoo training against eager, and the runtime's eager semantics."""
+import copy
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+
+import tinydynamo
+from tinydynamo.aot import aot_eager, min_cut_rematerialization_partition
+from tinydynamo.testing.models import ZOO, make, training_step
+
+assert_close = torch.testing.assert_close
+
+
+class CountingBackend:
+    """A torch.compile backend running tinydynamo's aot_eager; counts the graphs it compiles."""
+
+    def __init__(self, partition_fn=None):
+        self.partition_fn = partition_fn
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        return aot_eager(gm, example_inputs, partition_fn=self.partition_fn)
+
+
+def compile_zoo_model(name, partition_fn=None):
+    torch._dynamo.reset()
+    model, inputs = make(name)
+    backend = CountingBackend(partition_fn)
+    return model, torch.compile(model, backend=backend, fullgraph=True), inputs, backend
+
+
+# ---------------------------------------------------------------- the zoo against eager
+@pytest.mark.parametrize(
+    "partition_fn", [None, min_cut_rematerialization_partition], ids=["default", "min_cut"]
+)
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_training_step_matches_eager(name, partition_fn):
+    eager_model, inputs = make(name)
+    model, compiled, _, backend = compile_zoo_model(name, partition_fn)
+    loss_fn = ZOO[name].loss
+    expected = training_step(eager_model, inputs, loss_fn)
+    assert_close(training_step(compiled, inputs, loss_fn), expected)
+    assert backend.graphs == 1
+    for (param_name, expected), actual in zip(eager_model.named_parameters(), model.parameters()):
+        assert actual.grad is not None, param_name
+        assert_close(actual.grad, expected.grad, msg=param_name)
+    for expected, actual in zip(eager_model.buffers(), model.buffers()):
+        assert_close(actual, expected)  # BatchNorm's running statistics and batch counter
+
+
+def test_compiled_output_comes_from_the_compiled_function():
+    _, compiled, inputs, _ = compile_zoo_model("mlp")
+    assert "CompiledFunction" in compiled(*inputs).grad_fn.name()
+
+
+def trajectory(model, inputs, loss_fn, optimizer, steps=20):
+    losses = [training_step(model, inputs, loss_fn, optimizer) for _ in range(steps)]
+    return torch.stack(losses)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("name", ["cnn", "gpt_block"])
+def test_20_step_training_trajectory_matches_eager(name, optimizer):
+    def make_optimizer(params):
+        if optimizer == "sgd":
+            return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+        return torch.optim.Adam(params, lr=1e-2)
+
+    eager_model, inputs = make(name)
+    model, compiled, _, backend = compile_zoo_model(name)
+    loss_fn = ZOO[name].loss
+    expected = trajectory(eager_model, inputs, loss_fn, make_optimizer(eager_model.parameters()))
+    actual = trajectory(compiled, inputs, loss_fn, make_optimizer(model.parameters()))
+    assert backend.graphs == 1
+    assert not torch.allclose(expected[0], expected[-1])  # the model did train
+    assert_close(actual, expected)
+    assert_close(model.state_dict(), eager_model.state_dict())
+
+
+# ---------------------------------------------------------------- runtime semantics
+def matmul(x, w):
+    return x @ w
+
+
+def compile_fn(fn, *inputs):
+    return aot_eager(torch.fx.symbolic_trace(fn), list(inputs))
+
+
+def grads_of(fn, inputs, loss):
+    """Gradients of loss(fn(*inputs)) w.r.t. the inputs that require grad."""
+    out = fn(*inputs)
+    wrt = [x for x in inputs if x.requires_grad]
+    return torch.autograd.grad(loss(out), wrt)
+
+
+def leaves(*shapes, requires_grad=True):
+    torch.manual_seed(0)
+    return [torch.randn(*s, requires_grad=requires_grad) for s in shapes]
+
+
+def several_outputs(x, w):
+    y = x @ w
+    return y.sin(), y.argmax(dim=1), y.shape[0], None, y.cos()
+
+
+def test_several_outputs_non_differentiable_and_non_tensor_outputs():
+    x, w = leaves((4, 3), (3, 5))
+    fn = compile_fn(several_outputs, x, w)
+    out = fn(x, w)
+    expected = several_outputs(x, w)
+    assert_close(out[0], expected[0])
+    assert out[1].dtype == torch.int64 and not out[1].requires_grad
+    assert_close(out[1], expected[1])
+    assert out[2:4] == (4, None)
+
+    def loss(o):  # uses only the first output: the tangent of the last one is None
+        return o[0].sum()
+
+    assert_close(grads_of(fn, [x, w], loss), grads_of(several_outputs, [x, w], loss))
+
+
+def view_of_input(x, y):
+    return x.t(), x[1:], y * 2
+
+
+def test_output_that_views_an_input_aliases_it():
+    x, y = leaves((3, 4), (3,))
+    fn = compile_fn(view_of_input, x, y)
+    xt, tail, _ = fn(x, y)
+    assert xt._base is x and tail._base is x
+    with torch.no_grad():
+        tail.add_(100)  # writes through to x, as in eager
+    assert x[2, 0] > 50
+    loss = lambda o: (o[0] * o[0]).sum() + o[1].sum() + o[2].sum()  # noqa: E731
+    assert_close(grads_of(fn, [x, y], loss), grads_of(view_of_input, [x, y], loss))
+
+
+def views_of_intermediate(x):
+    y = x * 2
+    return y, y.view(-1), y[0].detach()
+
+
+def test_outputs_that_view_an_intermediate_alias_each_other():
+    (x,) = leaves((3, 4))
+    base, flat, row = compile_fn(views_of_intermediate, x)(x)
+    assert flat._base is base
+    # Detached, but still sharing memory with the base.
+    assert row.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert not row.requires_grad and flat.requires_grad
+    with torch.no_grad():
+        flat[0] = 42.0
+    assert base[0, 0] == 42.0 and row[0] == 42.0
+
+
+def return_input(x, y):
+    return x, x * y
+
+
+def test_output_that_is_an_input_is_returned_as_is():
+    x, y = leaves((3,), (3,))
+    out = compile_fn(return_input, x, y)(x, y)
+    assert out[0] is x
+
+
+def test_requires_grad_false_inputs_get_no_gradient():
+    (w,) = leaves((3, 5))
+    (x,) = leaves((4, 3), requires_grad=False)
+    fn = compile_fn(matmul, x, w)
+    fn(x, w).sum().backward()
+    assert x.grad is None
+    assert_close(w.grad, x.t() @ torch.ones(4, 5))
+
+
+def test_parameters_of_the_graph_module_are_lifted_and_get_gradients():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    reference = copy.deepcopy(model)
+    x = torch.randn(5, 3)
+    fn = aot_eager(torch.fx.symbolic_trace(model), [x])
+    fn(x).pow(2).sum().backward()
+    reference(x).pow(2).sum().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert_close(p.grad, q.grad)
+
+
+def test_retain_graph_allows_a_second_backward():
+    x, w = leaves((4, 3), (3, 5))
+    out = compile_fn(matmul, x, w)(x, w).tanh().sum()
+    out.backward(retain_graph=True)
+    first = w.grad.clone()
+    out.backward()
+    assert_close(w.grad, 2 * first)
+
+
+def test_two_calls_before_backward_keep_their_own_saved_values():
+    x1, x2, w = leaves((4, 3), (4, 3), (3, 5))
+    fn = compile_fn(lambda x, w: (x @ w).sin(), x1, w)
+    (fn(x1, w) * fn(x2, w)).sum().backward()
+    expected = torch.autograd.grad(((x1 @ w).sin() * (x2 @ w).sin()).sum(), [x1, x2, w])
+    assert_close([x1.grad, x2.grad, w.grad], list(expected))
+
+
+def test_double_backward_raises_a_clear_error():
+    (x,) = leaves((3,))
+    out = compile_fn(lambda x: (x * 2).sin(), x)(x).sum()
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(out, x, create_graph=True)
+
+
+class NoGradRegion(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            scale = self.linear(x).abs().mean()
+        return self.linear(x) * scale, scale
+
+
+def test_no_grad_region_inside_the_graph():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model, x = NoGradRegion(), torch.randn(2, 3)
+    reference = copy.deepcopy(model)
+    out, scale = torch.compile(model, backend=CountingBackend(), fullgraph=True)(x)
+    expected, expected_scale = reference(x)
+    assert not scale.requires_grad
+    assert_close((out, scale), (expected, expected_scale))
+    out.sum().backward()
+    expected.sum().backward()
+    assert_close(model.linear.weight.grad, reference.linear.weight.grad)
+
+
+def dropout_mlp(x, w):
+    return F.dropout(F.relu(x @ w), p=0.5, training=True).sum(dim=1)
+
+
+def test_random_ops_draw_the_numbers_eager_draws():
+    x, w = leaves((8, 6), (6, 16))
+    fn = compile_fn(dropout_mlp, x, w)
+    torch.manual_seed(1)
+    out = fn(x, w)
+    torch.manual_seed(1)
+    expected = dropout_mlp(x, w)
+    assert_close(out, expected)
+    loss = lambda o: o.sum()  # noqa: E731
+    assert_close(torch.autograd.grad(loss(out), w), torch.autograd.grad(loss(expected), w))
+
+
+def test_inference_graph_without_autograd_function():
+    x, w = leaves((4, 3), (3, 5))
+    with torch.no_grad():
+        fn = compile_fn(matmul, x, w)
+        out = fn(x, w)
+    assert out.grad_fn is None
+    assert_close(out, x @ w)
+    with pytest.raises(RuntimeError, match="compiled for inference"):
+        fn(x, w)  # grad mode is on now and x, w require grad
+
+
+def test_training_graph_called_under_no_grad():
+    x, w = leaves((4, 3), (3, 5))
+    fn = compile_fn(matmul, x, w)
+    with torch.no_grad():
+        out = fn(x, w)
+    assert out.grad_fn is None
+    assert_close(out, x @ w)
+
+
+def test_inputs_unlike_the_traced_ones_are_refused():
+    x, w = leaves((4, 3), (3, 5))
+    fn = compile_fn(matmul, x, w)
+    with pytest.raises(RuntimeError, match="input 0 was traced as"):
+        fn(torch.randn(5, 3), w)
+    with pytest.raises(RuntimeError, match="input 1 was traced as"):
+        fn(x, w.t().contiguous().t())
+
+
+def test_aot_logs_print_joint_forward_and_backward_graphs(capsys):
+    x, w = leaves((4, 3), (3, 5))
+    tinydynamo.set_logs("aot")
+    try:
+        compile_fn(lambda x, w: F.gelu(x @ w), x, w)
+    finally:
+        tinydynamo.set_logs("")
+    err = capsys.readouterr().err
+    for title in ("joint graph", "forward graph", "backward graph"):
+        assert f"[tinydynamo:aot] {title}:" in err
+    assert "torch.ops.aten.gelu_backward.default" in err

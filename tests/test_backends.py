@@ -1,0 +1,31 @@
+"""The backends registry and the torch_dynamo_backends entry point (torch.compile(backend="tinydynamo"))."""
+from importlib.metadata import entry_points
+
+import pytest
+import torch
+import torch._dynamo
+
+from tinydynamo import backends
+from tinydynamo.testing.models import ZOO, make
+
+
+def test_entry_point_is_registered():
+    (ep,) = [ep for ep in entry_points(group="torch_dynamo_backends") if ep.name == "tinydynamo"]
+    assert ep.load() is backends.torch_compile_backend
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "tiny_gpt"])
+def test_torch_compile_with_tinydynamo_backend_trains_like_eager(name):
+    torch._dynamo.reset()
+    model, inputs = make(name)
+    reference, _ = make(name)
+    compiled = torch.compile(model, backend="tinydynamo", fullgraph=True, dynamic=False)
+    loss = ZOO[name].loss(compiled(*inputs))
+    loss.backward()
+    expected = ZOO[name].loss(reference(*inputs))
+    expected.backward()
+    torch.testing.assert_close(loss, expected)
+    for (pname, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=lambda m: f"grad of {pname}: {m}")
+    for (bname, b), c in zip(model.named_buffers(), reference.buffers()):
+        torch.testing.assert_close(b, c, msg=lambda m: f"buffer {bname}: {m}")
