@@ -7,6 +7,7 @@ that takes the same flat positional inputs and returns what ``gm`` returns.
 import torch
 
 from .aot import aot_autograd, nop
+from .prims import decomp_eager as run_prims_eagerly
 
 _BACKENDS = {}
 
@@ -44,10 +45,16 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs):
     return aot_autograd(gm, example_inputs, fw_compiler=nop, bw_compiler=nop)
 
 
+@register_backend(name="decomp_eager")
+def decomp_eager(gm: torch.fx.GraphModule, example_inputs):
+    """AOT autograd, then every aten op decomposed into prims run by their eager impls (chapter 7)."""
+    return aot_autograd(gm, example_inputs, fw_compiler=run_prims_eagerly, bw_compiler=run_prims_eagerly)
+
+
 def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     """The ``torch_dynamo_backends`` entry point: ``torch.compile(model, backend="tinydynamo")``.
 
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
     tinydynamo's graphs are specialised to static shapes, so pass ``dynamic=False``.
     """
-    return aot_eager(gm, example_inputs)
+    return decomp_eager(gm, example_inputs)

@@ -1,0 +1,102 @@
+"""decompose(): rewrite an aten graph into a prim graph (book chapter 7, "Prims").
+
+The aten graph (from AOT autograd: flat tensor inputs, a flat tuple of outputs, no in-place ops)
+is run by a :class:`DecompositionInterpreter` on ProxyTensors instead of real tensors. Each aten
+node runs its decomposition, whose prim calls the PrimTracer records into a new graph, with a
+meta tensor in every node's ``meta["val"]``. What comes out is an ordinary GraphModule whose
+call_function targets are prims, plus the few ``EXTERN_FALLBACKS``.
+
+``decomp_eager`` is the backend that stops here and runs the prims' eager implementations.
+"""
+import operator
+
+import torch
+import torch.fx
+
+from .._logging import trace_artifact
+from .primitives import Prim
+from .proxy_tensor import PrimTracer
+from .registry import EXTERN_FALLBACKS, DecompositionError, decomposition_table, run_decomposition
+
+
+def _source(node):
+    """The user's source line a node came from, when the tracer recorded one."""
+    lines = [line.strip() for line in node.meta.get("stack_trace", "").splitlines()
+             if line.strip().startswith("File")]
+    return f" from {lines[-1]}" if lines else ""
+
+
+def _problem(node):
+    """Why decompose() cannot handle this node, or None if it can."""
+    if node.op in ("call_method", "call_module"):
+        return f"{node.op} {node.target!r}: decompose() takes aten-level graphs"
+    if node.op != "call_function":
+        return None
+    target = node.target
+    if target is operator.getitem or isinstance(target, Prim) or target in EXTERN_FALLBACKS:
+        return None
+    if not isinstance(target, torch._ops.OpOverload):
+        return f"{target!r} is not an aten op"
+    if target._schema.is_mutable:
+        return f"{target} mutates its inputs (the graph must be functionalized)"
+    if target not in decomposition_table:
+        return f"{target} has no decomposition"
+    return None
+
+
+def check_supported(gm):
+    """Raise one error listing every node of gm that cannot be decomposed, with its source."""
+    problems = [f"{node.name}: {problem}{_source(node)}"
+                for node in gm.graph.nodes if (problem := _problem(node))]
+    if problems:
+        raise DecompositionError("cannot decompose to prims:\n  " + "\n  ".join(problems))
+
+
+class DecompositionInterpreter(torch.fx.Interpreter):
+    """Runs an aten graph on ProxyTensors; each aten node runs its decomposition."""
+
+    def __init__(self, gm, tracer):
+        super().__init__(gm)
+        self.tracer = tracer
+
+    def run_node(self, node):
+        # Every prim node recorded while decomposing this aten node remembers where it came from.
+        self.tracer.origin = {"aten_node": node.name,
+                              "original_aten": node.target if node.op == "call_function" else None}
+        if "stack_trace" in node.meta:
+            self.tracer.origin["stack_trace"] = node.meta["stack_trace"]
+        return super().run_node(node)
+
+    def placeholder(self, target, args, kwargs):
+        return self.tracer.placeholder(target, super().placeholder(target, args, kwargs))
+
+    def get_attr(self, target, args, kwargs):
+        return self.tracer.constant(target.replace(".", "_"), super().get_attr(target, args, kwargs))
+
+    def call_function(self, target, args, kwargs):
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if isinstance(target, Prim):
+            return target(*args, **kwargs)
+        if target in EXTERN_FALLBACKS:
+            return self.tracer.record_extern(target, args, kwargs)
+        return run_decomposition(target, args, kwargs)
+
+    def output(self, target, args, kwargs):
+        self.tracer.output(args[0])
+
+
+def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
+    """The prim graph computing what the aten graph ``gm`` computes on inputs like example_inputs."""
+    check_supported(gm)
+    tracer = PrimTracer()
+    with tracer:
+        DecompositionInterpreter(gm, tracer).run(*example_inputs, enable_io_processing=False)
+    prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
+    trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
+    return prim_gm
+
+
+def decomp_eager(gm: torch.fx.GraphModule, example_inputs):
+    """Backend: decompose to prims and run the prim graph with the prims' eager implementations."""
+    return decompose(gm, example_inputs)

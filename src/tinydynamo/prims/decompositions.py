@@ -1,0 +1,588 @@
+"""Decompositions of the composite aten ops of neural networks (book chapter 7, "Prims").
+
+Matmuls and convolutions, activations, softmax, layer and batch norm, losses, pooling,
+embedding and dropout, forward and backward. Like PyTorch's ``torch/_decomp/decompositions.py``
+they are ordinary torch code running on ProxyTensors: every tensor operation in them is an aten
+op that is decomposed in turn (by ``refs.py``), so they read like the math they implement.
+Where a prim is the natural word (``prims.mm``, ``prims.iota``) they call it directly.
+
+Two numerical habits come from aten and matter for matching it:
+
+* float16/bfloat16 inputs are computed in float32 and rounded once at the end (``opmath``);
+* variances take two passes (mean, then mean squared deviation), never E[x²] - E[x]².
+"""
+import math
+
+import torch
+
+from .primitives import prims
+from .refs import opmath_dtype, var_mean_two_pass
+from .registry import DecompositionError, register_decomposition
+
+aten = torch.ops.aten
+
+
+def opmath(x):
+    """x in the dtype aten computes it in (float32 for float16/bfloat16)."""
+    return x.to(opmath_dtype(x.dtype))
+
+
+# --------------------------------------------------------------------------- matmul and convolution
+
+@register_decomposition(aten.mm.default)
+def mm(a, b):
+    return prims.mm(a, b)
+
+
+@register_decomposition(aten.bmm.default)
+def bmm(a, b):
+    return prims.bmm(a, b)
+
+
+def _scaled_sum(product, bias, beta, alpha):
+    """alpha * product + beta * bias; beta == 0 ignores bias entirely (even nan), as BLAS does."""
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (bias if beta == 1 else bias * beta)
+
+
+@register_decomposition(aten.addmm.default)
+def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
+    return _scaled_sum(prims.mm(mat1, mat2), bias, beta, alpha)
+
+
+@register_decomposition(aten.baddbmm.default)
+def baddbmm(bias, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_sum(prims.bmm(batch1, batch2), bias, beta, alpha)
+
+
+@register_decomposition(aten.convolution.default)
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return prims.convolution(input, weight, bias, stride, padding, dilation, transposed,
+                             output_padding, groups)
+
+
+@register_decomposition(aten.convolution_backward.default)
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                         transposed, output_padding, groups, output_mask):
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0] or output_mask[1]:
+        grad_input, grad_weight = prims.convolution_backward(
+            grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
+            groups, list(output_mask[:2]))
+    if output_mask[2]:
+        grad_bias = opmath(grad_output).sum([0, *range(2, grad_output.ndim)]).to(grad_output.dtype)
+    return grad_input, grad_weight, grad_bias
+
+
+# --------------------------------------------------------------------------- activations
+
+@register_decomposition(aten.relu.default)
+def relu(x):
+    return torch.clamp_min(x, 0)  # max(x, 0), keeping nan
+
+
+@register_decomposition(aten.threshold_backward.default)
+def threshold_backward(grad_output, x, threshold):
+    return torch.where(x <= threshold, 0, grad_output)
+
+
+SQRT1_2 = 1 / math.sqrt(2)
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+GELU_KAPPA = 0.044715
+
+
+def _gelu_tanh_inner(x):
+    """tanh(sqrt(2/pi) * (x + 0.044715 x³)), the tanh approximation of erf(x / sqrt(2))."""
+    return torch.tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x)))
+
+
+@register_decomposition(aten.gelu.default)
+def gelu(x, *, approximate="none"):
+    """x * Φ(x), Φ the standard normal CDF: 0.5 x (1 + erf(x / √2)), or its tanh approximation."""
+    dtype, x = x.dtype, opmath(x)
+    if approximate == "tanh":
+        out = 0.5 * x * (1 + _gelu_tanh_inner(x))
+    else:
+        out = x * 0.5 * (1 + torch.erf(x * SQRT1_2))
+    return out.to(dtype)
+
+
+@register_decomposition(aten.gelu_backward.default)
+def gelu_backward(grad_output, x, *, approximate="none"):
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    if approximate == "tanh":
+        # d/dx [0.5 x (1 + t)] with t = tanh(u), u = √(2/π)(x + κx³):
+        # 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π)(1 + 3κx²)
+        t = _gelu_tanh_inner(x)
+        du_dx = SQRT_2_OVER_PI * (1 + 3 * GELU_KAPPA * (x * x))
+        derivative = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx
+    else:
+        # d/dx [x Φ(x)] = Φ(x) + x φ(x), φ the standard normal density
+        cdf = 0.5 * (1 + torch.erf(x * SQRT1_2))
+        pdf = INV_SQRT_2PI * torch.exp(-0.5 * x * x)
+        derivative = cdf + x * pdf
+    return (grad * derivative).to(dtype)
+
+
+@register_decomposition(aten.silu.default)
+def silu(x):
+    dtype, x = x.dtype, opmath(x)
+    return (x / (1 + torch.exp(-x))).to(dtype)
+
+
+@register_decomposition(aten.silu_backward.default)
+def silu_backward(grad_output, x):
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    s = torch.sigmoid(x)
+    return (grad * s * (1 + x * (1 - s))).to(dtype)
+
+
+@register_decomposition(aten.sigmoid_backward.default)
+def sigmoid_backward(grad_output, output):
+    dtype = output.dtype
+    return (opmath(grad_output) * (1 - opmath(output)) * opmath(output)).to(dtype)
+
+
+@register_decomposition(aten.tanh_backward.default)
+def tanh_backward(grad_output, output):
+    dtype, y = output.dtype, opmath(output)
+    return (opmath(grad_output) * (1 - y * y)).to(dtype)
+
+
+# --------------------------------------------------------------------------- softmax
+
+def _result_dtype(x, half_to_float):
+    return torch.float32 if half_to_float else x.dtype
+
+
+def _subtract_max(x, dim):
+    """x - max(x) along dim (a max of no elements does not exist: empty x stays as it is)."""
+    return x - torch.amax(x, dim, keepdim=True) if x.numel() else x
+
+
+@register_decomposition(aten._softmax.default)
+def softmax(x, dim, half_to_float):
+    """exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp from overflowing."""
+    dtype, x = _result_dtype(x, half_to_float), opmath(x)
+    unnormalized = torch.exp(_subtract_max(x, dim))
+    return (unnormalized / unnormalized.sum(dim, keepdim=True)).to(dtype)
+
+
+@register_decomposition(aten._log_softmax.default)
+def log_softmax(x, dim, half_to_float):
+    dtype, x = _result_dtype(x, half_to_float), opmath(x)
+    shifted = _subtract_max(x, dim)
+    return (shifted - torch.log(torch.exp(shifted).sum(dim, keepdim=True))).to(dtype)
+
+
+@register_decomposition(aten._softmax_backward_data.default)
+def softmax_backward(grad_output, output, dim, input_dtype):
+    """dx = y * (dy - sum(dy * y)) for y = softmax(x)."""
+    grad, y = opmath(grad_output), opmath(output)
+    grad_y = grad * y
+    return (grad_y - y * grad_y.sum(dim, keepdim=True)).to(input_dtype)
+
+
+@register_decomposition(aten._log_softmax_backward_data.default)
+def log_softmax_backward(grad_output, output, dim, input_dtype):
+    """dx = dy - exp(y) * sum(dy) for y = log_softmax(x)."""
+    grad = opmath(grad_output)
+    return (grad - torch.exp(opmath(output)) * grad.sum(dim, keepdim=True)).to(input_dtype)
+
+
+# --------------------------------------------------------------------------- layer norm
+
+@register_decomposition(aten.native_layer_norm.default)
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    """Normalize over the trailing normalized_shape dims; also return mean and 1/std (rstd)."""
+    dims = list(range(x.ndim - len(normalized_shape), x.ndim))
+    dtype, x = x.dtype, opmath(x)
+    var, mean = var_mean_two_pass(x, dims, correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    out = (x - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    stats_dtype = dtype if x.device.type == "cpu" else x.dtype  # aten: fp32 stats except on CPU
+    return out.to(dtype), mean.to(stats_dtype), rstd.to(stats_dtype)
+
+
+@register_decomposition(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_output, x, normalized_shape, mean, rstd, weight, bias,
+                               output_mask):
+    """With x̂ = (x - mean) * rstd, N the normalized size and g = dy * weight:
+    dx = rstd / N * (N g - sum(g) - x̂ sum(g x̂)); dweight = sum(dy x̂); dbias = sum(dy)."""
+    axis = x.ndim - len(normalized_shape)
+    inner, outer = list(range(axis, x.ndim)), list(range(axis))
+    n = math.prod(normalized_shape)
+    grad, x_hat = opmath(grad_output), (opmath(x) - opmath(mean)) * opmath(rstd)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        g = grad * weight if weight is not None else grad
+        inner_terms = n * g - g.sum(inner, keepdim=True) - x_hat * (g * x_hat).sum(inner, keepdim=True)
+        grad_input = (opmath(rstd) / n * inner_terms).to(x.dtype)
+    if output_mask[1] and weight is not None:
+        grad_weight = (grad * x_hat).sum(outer).to(weight.dtype)
+    if output_mask[2] and bias is not None:
+        grad_bias = grad.sum(outer).to(bias.dtype)
+    return grad_input, grad_weight, grad_bias
+
+
+# --------------------------------------------------------------------------- batch norm
+
+def _per_channel(t, ndim):
+    """A [C] tensor shaped [1, C, 1, ...] to broadcast against an [N, C, ...] input."""
+    return t.reshape([1, -1] + [1] * (ndim - 2))
+
+
+def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Returns (out, save_mean, save_invstd, new_running_mean, new_running_var)."""
+    dims = [0, *range(2, x.ndim)]
+    params = [t for t in (weight, bias, running_mean, running_var) if t is not None]
+    stats_dtype = params[0].dtype if params else x.dtype  # aten's "mixed type" rule on CPU
+    xf = opmath(x)
+    if training:
+        var, mean = var_mean_two_pass(xf, dims, correction=0, keepdim=False)
+        invstd = torch.rsqrt(var + eps)
+        count = x.numel() // x.shape[1]
+        if running_mean is not None:
+            unbiased_var = var * (count / (count - 1))
+            running_mean = (momentum * mean + (1 - momentum) * running_mean).to(running_mean.dtype)
+            running_var = (momentum * unbiased_var + (1 - momentum) * running_var).to(running_var.dtype)
+    else:
+        if running_mean is None:
+            raise DecompositionError("batch norm in eval mode needs running_mean and running_var")
+        mean, invstd = opmath(running_mean), 1 / torch.sqrt(opmath(running_var) + eps)
+    out = (xf - _per_channel(mean, x.ndim)) * _per_channel(invstd, x.ndim)
+    if weight is not None:
+        out = out * _per_channel(weight, x.ndim)
+    if bias is not None:
+        out = out + _per_channel(bias, x.ndim)
+    save_mean, save_invstd = mean.to(stats_dtype), invstd.to(stats_dtype)
+    if not training and x.device.type == "cpu":  # CPU returns empty saved stats in eval mode
+        save_mean = save_invstd = x.new_zeros([0])
+    return out.to(x.dtype), save_mean, save_invstd, running_mean, running_var
+
+
+@register_decomposition(aten.native_batch_norm.default)
+def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training and running_mean is not None:
+        raise DecompositionError(
+            "aten.native_batch_norm in training mode updates running_mean/running_var in place; "
+            "functionalize it to aten._native_batch_norm_legit_functional first")
+    return _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)[:3]
+
+
+@register_decomposition(aten._native_batch_norm_legit_functional.default)
+def native_batch_norm_functional(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """The functional batch norm: the updated running statistics are extra outputs."""
+    return _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@register_decomposition(aten._native_batch_norm_legit_no_training.default)
+def native_batch_norm_eval(x, weight, bias, running_mean, running_var, momentum, eps):
+    return _batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
+
+
+@register_decomposition(aten._native_batch_norm_legit.no_stats)
+def native_batch_norm_no_stats(x, weight, bias, training, momentum, eps):
+    return _batch_norm(x, weight, bias, None, None, True, momentum, eps)[:3]
+
+
+@register_decomposition(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad_output, x, weight, running_mean, running_var, save_mean,
+                               save_invstd, train, eps, output_mask):
+    """With x̂ = (x - mean) * invstd over the N elements of each channel:
+    training: dx = (dy - mean(dy) - x̂ mean(dy x̂)) * invstd * weight; eval: dx = dy * invstd * weight;
+    dweight = sum(dy x̂); dbias = sum(dy)."""
+    dims = [0, *range(2, x.ndim)]
+    if train:
+        mean, invstd = opmath(save_mean), opmath(save_invstd)
+    else:
+        mean, invstd = opmath(running_mean), 1 / torch.sqrt(opmath(running_var) + eps)
+    grad, centered = opmath(grad_output), opmath(x) - _per_channel(mean, x.ndim)
+    count = x.numel() // x.shape[1]
+    grad_sum = grad.sum(dims)
+    dot = (grad * centered).sum(dims)  # sum(dy x̂) / invstd
+    scale = invstd if weight is None else invstd * opmath(weight)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        if train:
+            projection = centered * _per_channel(dot * invstd * invstd / count, x.ndim)
+            grad = grad - projection - _per_channel(grad_sum / count, x.ndim)
+        grad_input = (grad * _per_channel(scale, x.ndim)).to(x.dtype)
+    if output_mask[1]:
+        grad_weight = (dot * invstd).to(weight.dtype if weight is not None else x.dtype)
+    if output_mask[2]:
+        grad_bias = grad_sum.to(weight.dtype if weight is not None else x.dtype)
+    return grad_input, grad_weight, grad_bias
+
+
+# --------------------------------------------------------------------------- losses
+
+REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduce_loss(losses, reduction):
+    if REDUCTIONS[reduction] == "mean":
+        return losses.mean()
+    return losses.sum() if REDUCTIONS[reduction] == "sum" else losses
+
+
+@register_decomposition(aten.mse_loss.default)
+def mse_loss(x, target, reduction=1):
+    dtype, diff = x.dtype, opmath(x) - opmath(target)
+    return _reduce_loss(diff * diff, reduction).to(dtype)
+
+
+@register_decomposition(aten.mse_loss_backward.default)
+def mse_loss_backward(grad_output, x, target, reduction):
+    norm = 2 / x.numel() if REDUCTIONS[reduction] == "mean" else 2
+    return ((opmath(x) - opmath(target)) * norm * opmath(grad_output)).to(x.dtype)
+
+
+def _nll_weights(x, target, weight, ignore_index):
+    """(target with ignored entries set to class 0, the weight of each sample: 0 if ignored)."""
+    keep = target != ignore_index
+    safe_target = torch.where(keep, target, 0)
+    sample_weight = keep.to(opmath_dtype(x.dtype))
+    if weight is not None:
+        sample_weight = sample_weight * opmath(weight).gather(0, safe_target.reshape(-1)).reshape(target.shape)
+    return safe_target, sample_weight
+
+
+def _check_nll_input(x):
+    if x.ndim > 2:
+        raise DecompositionError("nll_loss on inputs with more than 2 dims (nll_loss2d) is not supported")
+
+
+@register_decomposition(aten.nll_loss_forward.default)
+def nll_loss_forward(x, target, weight, reduction, ignore_index):
+    """loss_i = -weight[t_i] * x[i, t_i]; mean divides the sum by the total weight.
+    Returns (output, total_weight)."""
+    _check_nll_input(x)
+    safe_target, sample_weight = _nll_weights(x, target, weight, ignore_index)
+    picked = opmath(x).gather(-1, safe_target.unsqueeze(-1)).squeeze(-1)
+    losses = -picked * sample_weight
+    total_weight = sample_weight.sum()
+    if REDUCTIONS[reduction] == "none":
+        return losses.to(x.dtype), x.new_zeros([])
+    output = losses.sum()
+    if REDUCTIONS[reduction] == "mean":
+        output = output / total_weight
+    return output.to(x.dtype), total_weight.to(x.dtype)
+
+
+@register_decomposition(aten.nll_loss_backward.default)
+def nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, total_weight):
+    """dx[i, c] = -weight[t_i] * dy_i where c == t_i (dy / total_weight for mean), else 0."""
+    _check_nll_input(x)
+    safe_target, sample_weight = _nll_weights(x, target, weight, ignore_index)
+    grad = opmath(grad_output)
+    if REDUCTIONS[reduction] == "mean":
+        grad = grad / opmath(total_weight)
+    per_sample = (-sample_weight * grad).unsqueeze(-1)
+    classes = prims.iota(x.shape[-1], start=0, step=1, dtype=torch.int64, device=x.device)
+    is_target = classes == safe_target.unsqueeze(-1)  # a one-hot [N, C] mask
+    return torch.where(is_target, per_sample, 0).to(x.dtype)
+
+
+# --------------------------------------------------------------------------- pooling
+
+def _pair(value):
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return value * 2 if len(value) == 1 else value
+
+
+def _pool_output_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """aten's pooling output size; in ceil mode the last window must start inside the input
+    or its left padding."""
+    span = dilation * (kernel - 1) + 1
+    out = (size + 2 * padding - span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+class PoolGeometry:
+    """Sizes of a 2-d pooling over the last two dims of x: kernel, stride, padding, dilation
+    and the output size, each as [height, width]."""
+
+    def __init__(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        if x.ndim not in (3, 4):
+            raise DecompositionError(f"2-d pooling of a {x.ndim}-d input is not supported")
+        self.input = list(x.shape[-2:])
+        self.kernel = _pair(kernel_size)
+        self.stride = _pair(stride) if stride else self.kernel
+        self.padding, self.dilation = _pair(padding), _pair(dilation)
+        self.output = [_pool_output_size(*args, ceil_mode) for args in zip(
+            self.input, self.kernel, self.stride, self.padding, self.dilation)]
+
+    def offsets(self):
+        """Kernel positions (i, j), row by row, as aten visits them."""
+        return [(i, j) for i in range(self.kernel[0]) for j in range(self.kernel[1])]
+
+    def positions(self, d, k, device):
+        """Input coordinate along dim d (0: rows, 1: cols) read by kernel position k, for each
+        output position: o * stride - padding + k * dilation, an int64 [output[d]] tensor."""
+        return prims.iota(self.output[d], start=k * self.dilation[d] - self.padding[d],
+                          step=self.stride[d], dtype=torch.int64, device=device)
+
+    def padding_after(self, d):
+        """Padding after the input along dim d: as much as the last window reaches past it."""
+        span = (self.output[d] - 1) * self.stride[d] + self.dilation[d] * (self.kernel[d] - 1) + 1
+        return max(0, span - self.input[d] - self.padding[d])
+
+    def padded_size(self):
+        return [self.input[d] + self.padding[d] + self.padding_after(d) for d in (0, 1)]
+
+    def padded_input(self, x, value):
+        """x padded by `padding` before and by padding_after after (last dim listed first)."""
+        pad = [self.padding[1], self.padding_after(1), self.padding[0], self.padding_after(0)]
+        return aten.constant_pad_nd.default(x, pad, value)
+
+    def windows(self, x, pad_value):
+        """For each kernel position (i, j): the [N, C, OH, OW] tensor of the input elements it
+        reads for every output position (pad_value outside the input)."""
+        padded = self.padded_input(x, pad_value)
+        lead = list(x.shape[:-2])
+        for i, j in self.offsets():
+            starts = [0] * len(lead) + [i * self.dilation[0], j * self.dilation[1]]
+            limits = lead + [s + (o - 1) * st + 1 for s, o, st in zip(starts[-2:], self.output, self.stride)]
+            yield (i, j), prims.slice(padded, starts, limits, [1] * len(lead) + self.stride)
+
+
+def _lowest(dtype):
+    return -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+
+
+@register_decomposition(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max over each window, and the index (h * W + w) of the element chosen.
+
+    Like aten's loop: the first element inside the input is taken, then any later one that is
+    larger or nan; padding is never chosen.
+    """
+    geometry = PoolGeometry(x, kernel_size, stride, padding, dilation, ceil_mode)
+    height, width = geometry.input
+    best = x.new_full([*x.shape[:-2], *geometry.output], _lowest(x.dtype))
+    best_index = x.new_zeros(best.shape, dtype=torch.int64)
+    seen = x.new_zeros(geometry.output, dtype=torch.bool)
+    for (i, j), window in geometry.windows(x, _lowest(x.dtype)):
+        rows, cols = geometry.positions(0, i, x.device), geometry.positions(1, j, x.device)
+        inside = (((rows >= 0) & (rows < height)).unsqueeze(1)
+                  & ((cols >= 0) & (cols < width)).unsqueeze(0))
+        flat_index = rows.unsqueeze(1) * width + cols.unsqueeze(0)
+        take = inside & (~seen | (window > best) | torch.isnan(window))
+        best = torch.where(take, window, best)
+        best_index = torch.where(take, flat_index, best_index)
+        seen = seen | inside
+    return best, best_index
+
+
+@register_decomposition(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, padding, dilation,
+                                     ceil_mode, indices):
+    """Each output's gradient goes to the input element its index names (scatter-add)."""
+    lead, spatial = list(x.shape[:-2]), math.prod(x.shape[-2:])
+    grad = opmath(grad_output).reshape(lead + [-1])
+    grad_input = grad.new_zeros(lead + [spatial]).scatter_add(-1, indices.reshape(lead + [-1]), grad)
+    return grad_input.reshape(x.shape).to(x.dtype)
+
+
+def _avg_pool_divisor(geometry, count_include_pad, device):
+    """The [OH, OW] divisor of each window: its size clipped to the padded input, or, without
+    count_include_pad, the number of its elements inside the input."""
+    counts = []
+    for d in (0, 1):
+        start = geometry.positions(d, 0, device)
+        end = torch.clamp_max(start + geometry.kernel[d], geometry.input[d] + geometry.padding[d])
+        if count_include_pad:
+            counts.append(end - start)
+        else:
+            counts.append(torch.clamp_max(end, geometry.input[d]) - torch.clamp_min(start, 0))
+    return counts[0].unsqueeze(1) * counts[1].unsqueeze(0)
+
+
+@register_decomposition(aten.avg_pool2d.default)
+def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
+    total = None
+    for _, window in geometry.windows(opmath(x), 0):
+        total = window if total is None else total + window
+    divisor = divisor_override or _avg_pool_divisor(geometry, count_include_pad, x.device)
+    return (total / divisor).to(x.dtype)
+
+
+@register_decomposition(aten.avg_pool2d_backward.default)
+def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    """Each output's gradient / divisor is added to every element of its window: one scatter-add
+    into the padded input (all kernel positions at once), then the padding is cut off."""
+    geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
+    divisor = divisor_override or _avg_pool_divisor(geometry, count_include_pad, x.device)
+    grad = opmath(grad_output) / divisor
+    lead = list(x.shape[:-2])
+    padded_height, padded_width = geometry.padded_size()
+    targets = []
+    for i, j in geometry.offsets():
+        rows = geometry.positions(0, i, x.device) + geometry.padding[0]
+        cols = geometry.positions(1, j, x.device) + geometry.padding[1]
+        targets.append((rows.unsqueeze(1) * padded_width + cols.unsqueeze(0)).reshape(-1))
+    index = torch.cat(targets).expand(lead + [-1])
+    values = torch.cat([grad.reshape(lead + [-1])] * len(targets), dim=-1)
+    padded = grad.new_zeros(lead + [padded_height * padded_width]).scatter_add(-1, index, values)
+    padded = padded.reshape(lead + [padded_height, padded_width])
+    height, width = geometry.input
+    top, left = geometry.padding
+    return padded[..., top:top + height, left:left + width].to(x.dtype)
+
+
+# --------------------------------------------------------------------------- embedding
+
+@register_decomposition(aten.embedding.default)
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of weight picked by indices: shape indices.shape + [embedding_dim]."""
+    if weight.ndim != 2:
+        raise DecompositionError("embedding weight must be 2-d")
+    rows = weight.index_select(0, indices.reshape(-1))
+    return rows.reshape([*indices.shape, weight.shape[1]])
+
+
+@register_decomposition(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """Row r of the weight gradient is the sum of the output gradients of every lookup of r
+    (except lookups of padding_idx), divided by the number of lookups if scale_grad_by_freq."""
+    dim = grad_output.shape[-1]
+    index = indices.reshape(-1)
+    grad = opmath(grad_output).reshape(-1, dim)
+    grad = torch.where((index == padding_idx).unsqueeze(1), 0, grad)
+    if scale_grad_by_freq:
+        counts = grad.new_zeros([num_weights]).scatter_add(0, index, torch.ones_like(grad[:, 0]))
+        grad = grad / counts.index_select(0, index).unsqueeze(1)
+    grad_weight = grad.new_zeros([num_weights, dim]).scatter_add(0, index.unsqueeze(1).expand(-1, dim), grad)
+    return grad_weight.to(grad_output.dtype)
+
+
+# --------------------------------------------------------------------------- dropout
+
+@register_decomposition(aten.native_dropout.default)
+def native_dropout(x, p, train):
+    """Zero each element with probability p and scale the others by 1 / (1 - p).
+    Returns (output, keep mask). The mask comes from prims.uniform, so it differs from eager's."""
+    if train is False:
+        return x.clone(), torch.ones_like(x, dtype=torch.bool)
+    keep = torch.rand_like(x) < 1 - p
+    scale = 1 / (1 - p) if p < 1 else 0.0
+    return x * keep * scale, keep
+
+
+@register_decomposition(aten.native_dropout_backward.default)
+def native_dropout_backward(grad_output, mask, scale):
+    return grad_output * (mask.to(grad_output.dtype) * scale)

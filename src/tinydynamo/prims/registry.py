@@ -1,0 +1,50 @@
+"""The decomposition table and the extern fallbacks (book chapter 7, "Prims").
+
+``decomposition_table`` maps an aten ``OpOverload`` (``torch.ops.aten.addmm.default``) to a
+Python function with the op's signature, written with prims and with other aten ops (which are
+decomposed in turn). ``refs.py`` and ``decompositions.py`` fill it with
+``@register_decomposition``.
+
+``EXTERN_FALLBACKS`` are the few aten ops that are not decomposed at all: they stay in the prim
+graph as they are, and backends call them as library kernels.
+"""
+import torch
+
+aten = torch.ops.aten
+
+decomposition_table: dict = {}
+
+# Fused attention: a library kernel, as in PyTorch's inductor (the unfused form, bmm + softmax,
+# is decomposed like any other graph).
+EXTERN_FALLBACKS = frozenset({
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+})
+
+
+class DecompositionError(RuntimeError):
+    """An aten graph could not be rewritten into prims (the message says what is unsupported)."""
+
+
+def register_decomposition(*ops):
+    """Decorator: make ``fn`` the decomposition of each of the given ``OpOverload``s."""
+
+    def register(fn):
+        for op in ops:
+            assert isinstance(op, torch._ops.OpOverload), f"register an overload, not {op}"
+            assert op not in decomposition_table, f"two decompositions for {op}"
+            decomposition_table[op] = fn
+        return fn
+
+    return register
+
+
+def run_decomposition(op, args, kwargs):
+    """Run the decomposition of aten ``op``; it records prim calls into the current PrimTracer."""
+    if op._schema.is_mutable:
+        raise DecompositionError(
+            f"{op} mutates its inputs; decompose() needs a functional graph (AOT functionalizes it)")
+    decomposition = decomposition_table.get(op)
+    if decomposition is None:
+        raise DecompositionError(f"no decomposition for {op}")
+    return decomposition(*args, **kwargs)
