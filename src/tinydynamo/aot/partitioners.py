@@ -77,7 +77,7 @@ def _extract_graph(joint_gm, inputs, outputs):
     return fx.GraphModule(joint_gm, graph)
 
 
-def _split(joint_gm, num_fwd_outputs, saved):
+def split_joint_graph(joint_gm, num_fwd_outputs, saved):
     """Build the forward and backward graphs once the saved values are chosen."""
     primals = [n for n in joint_gm.graph.nodes if _is_primal(n)]
     tangents = [n for n in joint_gm.graph.nodes if _is_tangent(n)]
@@ -102,12 +102,12 @@ def default_partition(joint_gm, num_fwd_outputs):
     boundary = {n for n in forward if n.op != "get_attr"}
     backward = _ancestors(grads, boundary=boundary)
     saved = {n for n in boundary if n in grads or any(u in backward for u in n.users)}
-    return _split(joint_gm, num_fwd_outputs, saved)
+    return split_joint_graph(joint_gm, num_fwd_outputs, saved)
 
 
 # ------------------------------------------------------------------ the min-cut partitioner
 # Cheap ops the backward may recompute, besides views and ops tagged pointwise.
-_RECOMPUTABLE = frozenset({
+RECOMPUTABLE_OPS = frozenset({
     aten.sum.default, aten.sum.dim_IntList, aten.mean.default, aten.mean.dim, aten.amax.default,
     aten._to_copy.default, aten.clone.default, aten._unsafe_view.default, aten.expand.default,
     aten.full.default, aten.zeros.default, aten.ones.default, aten.arange.start,
@@ -134,7 +134,7 @@ def _must_save(node):
     tags = node.target.tags
     if torch.Tag.nondeterministic_seeded in tags:
         return True  # recomputing a random op would draw different numbers
-    if torch.Tag.pointwise not in tags and node.target not in _RECOMPUTABLE:
+    if torch.Tag.pointwise not in tags and node.target not in RECOMPUTABLE_OPS:
         return True  # matmuls, convolutions, norms, softmax, ...: compute-bound or complex
     # A reduction's output is much smaller than its inputs: save it rather than the inputs.
     return _nbytes(node) * 4 < sum(_nbytes(n) for n in node.all_input_nodes)
@@ -192,7 +192,7 @@ def min_cut_rematerialization_partition(joint_gm, num_fwd_outputs):
         node for node in _computations(joint_gm)
         if (node, "in") in source_side and (node, "out") not in source_side
     }
-    return _split(joint_gm, num_fwd_outputs, saved)
+    return split_joint_graph(joint_gm, num_fwd_outputs, saved)
 
 
 def _storage_base(node):

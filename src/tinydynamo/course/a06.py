@@ -1,0 +1,420 @@
+"""Assignment a06 (chapter 6, "AOT autograd"): partitioners, graded inside aot_autograd.
+
+The learner writes ``default_partition(joint_gm, num_fwd_outputs)`` and a min-cut
+rematerialization partitioner with the same signature. The checkers plug the learner's
+function into the reference ``tinydynamo.aot.aot_autograd`` as its ``partition_fn`` and train
+zoo models through ``torch.compile(model, backend=..., dynamic=False)``: PyTorch's Dynamo
+captures, tinydynamo's AOT autograd compiles. They compare every loss, gradient and buffer with
+eager PyTorch, check that the two graphs are laid out as the runtime expects, and measure what
+the forward saves for the backward against the reference partitioners on the same joint graph.
+
+Each checker returns a list of human-readable failures; ``report`` turns them into one
+AssertionError for a notebook test.
+"""
+import copy
+import math
+import operator
+import os
+import sysconfig
+import traceback
+
+import torch
+import torch.fx as fx
+import torch.nn.functional as F
+
+from ..aot import aot_autograd, nop, saved_bytes
+from ..aot import default_partition as reference_default_partition
+from ..aot import min_cut_rematerialization_partition as reference_min_cut_partition
+from ..aot.partitioners import RECOMPUTABLE_OPS, split_joint_graph  # noqa: F401 (a helper for learners)
+from ..testing.models import ZOO, make
+
+# How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
+MIN_CUT_MARGIN = 1.10
+
+
+# ------------------------------------------------------------------ helpers for the learner
+def is_primal(node):
+    """A joint graph input that the forward receives: a parameter, a buffer or a user input."""
+    return node.op == "placeholder" and node.name.startswith("primals")
+
+
+def is_tangent(node):
+    """A joint graph input that the backward receives: the gradient of one forward output."""
+    return node.op == "placeholder" and node.name.startswith("tangents")
+
+
+def joint_outputs(joint_gm, num_fwd_outputs):
+    """(forward outputs, gradients): the joint graph's output nodes, split in two lists."""
+    outputs = list(joint_gm.graph.output_node().args[0])
+    return outputs[:num_fwd_outputs], outputs[num_fwd_outputs:]
+
+
+def nbytes(node):
+    """Size in bytes of the tensor ``node`` computes; 0 for a non-tensor (e.g. a tuple)."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    return 0
+
+
+def is_view(node):
+    """True for an aten view op: its result shares memory with its first argument."""
+    return isinstance(node.target, torch._ops.OpOverload) and node.target.is_view
+
+
+def may_recompute(node):
+    """May the backward compute ``node`` itself rather than receive it from the forward?
+
+    Yes for views, items of multi-output ops, constants, and cheap deterministic ops (those
+    tagged ``torch.Tag.pointwise``, plus a few like ``sum``, ``clone`` or ``expand``). No for
+    graph inputs, compute-bound ops (matmuls, convolutions, norms, softmax, ...) and random
+    ops, which would draw different numbers.
+    """
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem or is_view(node):
+        return True
+    tags = node.target.tags
+    if torch.Tag.nondeterministic_seeded in tags:
+        return False
+    return torch.Tag.pointwise in tags or node.target in RECOMPUTABLE_OPS
+
+
+# ------------------------------------------------------------------ the graphs' layout
+def _names(nodes):
+    return [n.name if isinstance(n, fx.Node) else repr(n) for n in nodes]
+
+
+def _placeholders(gm):
+    return list(gm.graph.find_nodes(op="placeholder"))
+
+
+def _output_nodes(gm):
+    out = gm.graph.output_node().args[0]
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _is_graph_pair(result):
+    return (isinstance(result, (tuple, list)) and len(result) == 2
+            and all(isinstance(g, fx.GraphModule) for g in result))
+
+
+def _lint_problems(name, fw, bw):
+    problems = []
+    for label, gm in (("forward", fw), ("backward", bw)):
+        try:
+            gm.graph.lint()
+        except Exception as e:  # noqa: BLE001 - a malformed graph is a finding, not a crash
+            problems.append(f"{name}: the {label} graph is malformed: {e}")
+    return problems
+
+
+def layout_problems(name, joint_gm, num_fwd_outputs, result):
+    """What is wrong with ``result`` as the (forward, backward) pair the runtime expects.
+
+    Node names are compared with the joint graph's: a partition copies nodes, keeping names.
+    """
+    if not _is_graph_pair(result):
+        return [f"{name}: a partitioner must return a pair of torch.fx.GraphModule, "
+                f"got {type(result).__name__}"]
+    fw, bw = result
+    problems = _lint_problems(name, fw, bw)
+    if problems:
+        return problems
+    nodes = list(joint_gm.graph.nodes)
+    primals, tangents = _names(filter(is_primal, nodes)), _names(filter(is_tangent, nodes))
+    fw_outputs, grads = (_names(group) for group in joint_outputs(joint_gm, num_fwd_outputs))
+    fw_inputs, bw_inputs = _names(_placeholders(fw)), _names(_placeholders(bw))
+    fw_results, bw_results = _names(_output_nodes(fw)), _names(_output_nodes(bw))
+    saved = bw_inputs[: len(bw_inputs) - len(tangents)]
+    expectations = [
+        ("the forward's inputs", fw_inputs, primals),
+        ("the backward's last inputs", bw_inputs[len(saved):], tangents),
+        (f"the forward's first {num_fwd_outputs} output(s)", fw_results[:num_fwd_outputs],
+         fw_outputs),
+        ("the forward's other outputs (they must be the backward's saved inputs, in order)",
+         fw_results[num_fwd_outputs:], saved),
+        ("the backward's outputs (the joint graph's gradients, in order)", bw_results, grads),
+    ]
+    problems = [f"{name}: {what}: got {got}, expected {wanted}"
+                for what, got, wanted in expectations if got != wanted]
+    missing = [n.name for n in _placeholders(bw) if not {"val", "device"} <= n.meta.keys()]
+    if missing:
+        problems.append(f"{name}: backward inputs {missing} lack meta['val'] and meta['device'] "
+                        "(copy the joint graph's node.meta)")
+    tuples = [n.name for n in _placeholders(bw)[: len(saved)]
+              if "val" in n.meta and not isinstance(n.meta["val"], torch.Tensor)]
+    if tuples:
+        problems.append(f"{name}: the saved values {tuples} are not tensors (the tuple of a "
+                        "multi-output op?): save the getitem nodes the backward reads instead")
+    return problems
+
+
+# ------------------------------------------------------------------ running a learner's partitioner
+class PartitionRecorder:
+    """A partition_fn that calls the learner's, keeps what it got and gave, checks the layout.
+
+    A badly laid out result is refused here, with the reasons kept in ``problems``, rather than
+    left to crash somewhere inside aot_autograd's runtime.
+    """
+
+    def __init__(self, partition_fn, name):
+        self.partition_fn, self.name = partition_fn, name
+        self.joint = self.num_fwd_outputs = self.result = self.error = None
+        self.problems = []
+
+    def __call__(self, joint_gm, num_fwd_outputs):
+        self.joint = copy.deepcopy(joint_gm)  # untouched, whatever the learner does to theirs
+        self.num_fwd_outputs = num_fwd_outputs
+        try:
+            self.result = self.partition_fn(joint_gm, num_fwd_outputs)
+        except Exception as e:  # noqa: BLE001 - reported by the checker, with the model's name
+            self.error = e
+            raise
+        self.problems = layout_problems(self.name, self.joint, num_fwd_outputs, self.result)
+        if self.problems:
+            raise ValueError("the partition is badly laid out")
+        return self.result
+
+    def describe_failure(self, error):
+        """Why compiling or training failed, as the learner should hear it."""
+        if self.error is not None:
+            message = _first_lines(self.error) or "(no message)"
+            return [f"{self.name}: your partitioner raised {type(self.error).__name__}"
+                    f"{_learner_location(self.error)}: {message}"]
+        if self.problems:
+            return self.problems
+        return [f"{self.name}: training through aot_autograd with your partition failed: "
+                f"{type(error).__name__}: {_first_lines(error)}"]
+
+
+# Frames from these directories are not the learner's code: torch, tinydynamo, installed
+# packages (networkx, ...) and the standard library.
+_NOT_LEARNER_CODE = (
+    os.path.dirname(torch.__file__),
+    os.path.dirname(os.path.dirname(__file__)),
+    sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["stdlib"],
+)
+
+
+def _learner_location(error):
+    """' (in fn, line n: source)' for the innermost frame of the learner's code, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_NOT_LEARNER_CODE)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    source = f": {frame.line.strip()}" if frame.line else ""
+    return f" (in {frame.name}, line {frame.lineno}{source})"
+
+
+def _backend(recorder):
+    def backend(gm, example_inputs):
+        return aot_autograd(gm, example_inputs, fw_compiler=nop, partition_fn=recorder)
+
+    return backend
+
+
+def joint_graph(name):
+    """(joint_gm, num_fwd_outputs): the joint graph aot_autograd builds for zoo model ``name``."""
+    recorder = PartitionRecorder(reference_default_partition, name)
+    model, inputs = make(name)
+    torch.compiler.reset()
+    torch.compile(model, backend=_backend(recorder), dynamic=False)(*inputs)
+    torch.compiler.reset()
+    return recorder.joint, recorder.num_fwd_outputs
+
+
+def _first_lines(text, n=4):
+    return "\n    ".join(str(text).strip().splitlines()[:n])
+
+
+def _compare(name, what, actual, expected, failures):
+    if actual is None:
+        failures.append(f"{name}: {what} is None, but eager PyTorch computes it")
+        return
+    try:
+        torch.testing.assert_close(actual, expected)
+    except AssertionError as e:
+        failures.append(f"{name}: {what} differs from eager:\n    {_first_lines(e)}")
+
+
+def _train(model, inputs, loss_fn, steps, seed):
+    """The losses of ``steps`` SGD steps; the last step's gradients are left in ``.grad``."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for step in range(steps):
+        torch.manual_seed(seed + step)  # random ops draw the same numbers in eager and compiled
+        optimizer.zero_grad()
+        loss = loss_fn(model(*inputs))
+        loss.backward()
+        losses.append(loss.detach())
+        if step < steps - 1:
+            optimizer.step()
+    return losses
+
+
+def _zoo_builder(name):
+    return lambda: (*make(name), ZOO[name].loss)
+
+
+def run_model(partition_fn, name, steps=1, build=None, seed=0):
+    """Train model ``name`` in eager and through aot_autograd with ``partition_fn``.
+
+    ``build() -> (model, inputs, loss_fn)`` defaults to the zoo entry ``name``. Returns the
+    ``PartitionRecorder`` and the failures: every step's loss, then the gradient of every
+    parameter and the value of every buffer after the last step, compared with eager.
+    """
+    build = build or _zoo_builder(name)
+    (eager_model, inputs, loss_fn), (model, _, _) = build(), build()
+    recorder = PartitionRecorder(partition_fn, name)
+    expected = _train(eager_model, inputs, loss_fn, steps, seed)
+    torch.compiler.reset()
+    try:
+        compiled = torch.compile(model, backend=_backend(recorder), dynamic=False)
+        actual = _train(compiled, inputs, loss_fn, steps, seed)
+    except Exception as e:  # noqa: BLE001 - a learner's bug is reported, never raised
+        return recorder, recorder.describe_failure(e)
+    finally:
+        torch.compiler.reset()
+    if recorder.joint is None:
+        return recorder, [f"{name}: the model never reached aot_autograd's partitioner"]
+    failures = []
+    for step, (a, e) in enumerate(zip(actual, expected)):
+        _compare(name, f"the loss at step {step}", a, e, failures)
+    for (param_name, e), a in zip(eager_model.named_parameters(), model.parameters()):
+        _compare(name, f"the gradient of {param_name}", a.grad, e.grad, failures)
+    for (buffer_name, e), a in zip(eager_model.named_buffers(), model.buffers()):
+        _compare(name, f"buffer {buffer_name}", a, e, failures)
+    return recorder, failures
+
+
+# ------------------------------------------------------------------ what the partition chose
+def saved_names(fw_gm, num_fwd_outputs):
+    """Names of the values a forward graph saves: its outputs after the forward outputs."""
+    return [n.name for n in _output_nodes(fw_gm)[num_fwd_outputs:]]
+
+
+def _reference(partition_fn, recorder):
+    return partition_fn(copy.deepcopy(recorder.joint), recorder.num_fwd_outputs)
+
+
+def default_saved_set_problems(recorder):
+    """The default partition saves exactly the forward values that the backward reads."""
+    n = recorder.num_fwd_outputs
+    got = set(saved_names(recorder.result[0], n))
+    wanted = set(saved_names(_reference(reference_default_partition, recorder)[0], n))
+    if got == wanted:
+        return []
+    return [f"{recorder.name}: the default partition saves {sorted(wanted)}; yours saves "
+            f"{sorted(got)} (missing {sorted(wanted - got)}, extra {sorted(got - wanted)})"]
+
+
+def _computed_ops(*gms):
+    return [n.target for gm in gms for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def recompute_problems(recorder):
+    """No op that ``may_recompute`` refuses runs more often in the two graphs than in the joint."""
+    allowed = {n.target for n in recorder.joint.graph.nodes if may_recompute(n)}
+    joint_ops, partition_ops = _computed_ops(recorder.joint), _computed_ops(*recorder.result)
+    problems = []
+    for target in dict.fromkeys(partition_ops):
+        count, expected = partition_ops.count(target), joint_ops.count(target)
+        if target not in allowed and count > expected:
+            problems.append(
+                f"{recorder.name}: {target} runs {count} times in your two graphs but {expected} "
+                "in the joint graph: the backward recomputes an op that may_recompute() forbids"
+            )
+    return problems
+
+
+def partition_bytes(recorder):
+    """Bytes saved by the learner's partition and by both reference ones, on the same graph."""
+    return {
+        "yours": saved_bytes(*recorder.result),
+        "default": saved_bytes(*_reference(reference_default_partition, recorder)),
+        "reference min-cut": saved_bytes(*_reference(reference_min_cut_partition, recorder)),
+    }
+
+
+def saved_bytes_problems(recorder, margin=MIN_CUT_MARGIN):
+    """Less than the default saves (unless nothing can be saved), at most margin x the reference."""
+    sizes = partition_bytes(recorder)
+    yours, default, reference = sizes["yours"], sizes["default"], sizes["reference min-cut"]
+    limit = math.floor(margin * reference)
+    beats_default = yours < default or (yours == default == reference)
+    if beats_default and yours <= limit:
+        return []
+    return [f"{recorder.name}: your forward saves {yours} bytes for the backward; a min-cut "
+            f"partition must save less than the default partition ({default} bytes) and at "
+            f"most {limit} bytes ({margin:.2f} x the reference min-cut's {reference} bytes)"]
+
+
+def random_op_problems(recorder):
+    """Random ops are drawn once, in the forward: never in the backward graph."""
+    random_ops = [str(t) for t in _computed_ops(recorder.result[1])
+                  if isinstance(t, torch._ops.OpOverload)
+                  and torch.Tag.nondeterministic_seeded in t.tags]
+    if not random_ops:
+        return []
+    return [f"{recorder.name}: the backward graph runs the random op(s) {random_ops}: they draw "
+            "new numbers, not the ones the forward used"]
+
+
+# ------------------------------------------------------------------ the checkers
+def _check(partition_fn, names, graph_checks, steps=1, build=None):
+    failures = []
+    for name in names:
+        recorder, run_failures = run_model(partition_fn, name, steps=steps, build=build)
+        failures += run_failures
+        if recorder.result is not None and not recorder.problems:
+            for check in graph_checks:
+                failures += check(recorder)
+    return failures
+
+
+def check_default_partition(partition_fn, names, steps=1):
+    """Zoo models train as in eager, the graphs are well formed, the default's values are saved."""
+    return _check(partition_fn, names, [default_saved_set_problems], steps)
+
+
+def check_min_cut_partition(partition_fn, names, steps=1):
+    """Zoo models train as in eager; nothing expensive is recomputed; fewer bytes are saved."""
+    return _check(partition_fn, names, [recompute_problems, saved_bytes_problems], steps)
+
+
+class DropoutBranch(torch.nn.Module):
+    """``h`` feeds both a GELU and a dropout: recomputing the dropout from ``h`` looks free."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return self.fc2(F.gelu(h) + F.dropout(h, p=0.5, training=True))
+
+
+def build_dropout_branch():
+    torch.manual_seed(0)
+    inputs = (torch.randn(8, 16, generator=torch.Generator().manual_seed(6)),)
+    return DropoutBranch(), inputs, lambda out: (out**2).mean()
+
+
+def check_random_ops(partition_fn):
+    """A model with dropout trains as in eager, and its backward draws no random numbers."""
+    return _check(partition_fn, ["dropout_branch"], [random_op_problems],
+                  build=build_dropout_branch)
+
+
+def report(failures, limit=5):
+    """Raise an AssertionError that shows the first few failures, for notebook tests."""
+    if failures:
+        shown = "\n".join(failures[:limit])
+        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
+        raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
