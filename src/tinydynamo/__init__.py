@@ -14,4 +14,18 @@ from . import config
 from ._logging import set_logs
 from .utils import stats
 
-__all__ = ["config", "set_logs", "stats"]
+# The dynamo API is imported on first use: importing dynamo imports torch, and the frame hook's
+# own tests import tinydynamo._C on Pythons that have no torch.
+_DYNAMO_API = ("OptimizedModule", "Unsupported", "compile", "explain", "reset")
+
+
+def __getattr__(name):
+    """tinydynamo.compile, explain, reset, ...: loaded from tinydynamo.dynamo when first used."""
+    if name in _DYNAMO_API:
+        from . import dynamo
+
+        return getattr(dynamo, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["config", "set_logs", "stats", *_DYNAMO_API]

@@ -130,6 +130,11 @@ static _Thread_local PyCodeObject *running_replacement = NULL;
 /* How many threads have a callback; the hook is installed while > 0. */
 static int threads_with_callback = 0;
 
+/* The frame evaluator that was installed before ours: normally CPython's
+   own, but another PEP 523 user (torch._dynamo) may have installed one.
+   Frames the hook leaves alone go to it, so both hooks keep working. */
+static _PyFrameEvalFunction previous_eval_frame = _PyEval_EvalFrameDefault;
+
 /* Which co_extra slot is ours (every code object has a small array of
    such slots for tools like us), and the marker for "never intercept". */
 static Py_ssize_t extra_index = -1;
@@ -333,22 +338,22 @@ eval_frame_hook(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
        with a locals mapping (module code, class bodies, exec). */
     if (callback == NULL || in_callback || throwflag ||
         frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals != NULL) {
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return previous_eval_frame(tstate, frame, throwflag);
     }
     if (FRAME_CODE(frame) == running_replacement) {
         running_replacement = NULL;  /* only this one frame */
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return previous_eval_frame(tstate, frame, throwflag);
     }
     void *extra = code_extra(FRAME_CODE(frame));
     if (extra == SKIP) {
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return previous_eval_frame(tstate, frame, throwflag);
     }
     Py_INCREF(callback);  /* the callback may replace itself */
     PyObject *choice = choose_code(frame, callback, (PyObject *)extra);
     Py_DECREF(callback);
     if (choice == Py_None) {
         Py_DECREF(choice);
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return previous_eval_frame(tstate, frame, throwflag);
     }
     /* The hook answers the call itself: run the replacement (unless the
        lookup or callback raised), then free the frame. */
@@ -365,23 +370,22 @@ eval_frame_hook(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
    when the last one drops its callback, so that Python runs at full
    speed again (with the hook installed, CPython no longer inlines
    Python-to-Python calls). */
-static int
+static void
 set_hook_installed(int installed)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
-    if (installed && current == _PyEval_EvalFrameDefault) {
+    if (installed && current != eval_frame_hook) {
+        previous_eval_frame = current;  /* chain to whoever was there */
         _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame_hook);
     }
-    else if (installed && current != eval_frame_hook) {
-        PyErr_SetString(PyExc_RuntimeError, "another PEP 523 frame evaluator is installed "
-                        "(torch._dynamo's?); tinydynamo's hook cannot replace it");
-        return -1;
-    }
     else if (!installed && current == eval_frame_hook) {
-        _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval_frame);
+        previous_eval_frame = _PyEval_EvalFrameDefault;
     }
-    return 0;
+    /* If another evaluator was installed on top of ours, it chains to ours
+       and will put ours back when it is done; ours then passes every frame
+       on, since no thread has a callback. */
 }
 
 static PyObject *
@@ -394,8 +398,8 @@ set_eval_frame(PyObject *module, PyObject *callback)
     }
     PyObject *new_callback = callback == Py_None ? NULL : callback;
     int count = threads_with_callback + (new_callback != NULL) - (thread_callback != NULL);
-    if ((count > 0) != (threads_with_callback > 0) && set_hook_installed(count > 0) < 0) {
-        return NULL;
+    if ((count > 0) != (threads_with_callback > 0)) {
+        set_hook_installed(count > 0);
     }
     threads_with_callback = count;
     PyObject *previous = thread_callback ? thread_callback : Py_NewRef(Py_None);

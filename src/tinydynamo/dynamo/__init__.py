@@ -1,0 +1,21 @@
+"""dynamo: Python bytecode -> FX graph + guards + new bytecode (book chapters 3 and 4;
+graph breaks, chapter 5, build on them).
+
+Reading order, following one call of a compiled function:
+
+    eval_frame.py        compile(): set the frame hook's callback around a call
+    convert_frame.py     the callback: skip, translate, cache, recompile, fall back
+    bytecode.py          code objects <-> editable instruction lists
+    symbolic_convert.py  InstructionTranslator: one handler per opcode, over VariableTrackers
+    variables/           the trackers (TensorVariable, ConstantVariable, NNModuleVariable...)
+    source.py, guards.py where inputs come from, and when the result may be reused
+    output_graph.py      the FX graph, its inputs, calling the backend
+    codegen.py           the transformed bytecode
+    explain.py           explain(): what was captured, and why not more
+"""
+from .convert_frame import reset
+from .eval_frame import OptimizedModule, compile
+from .exc import Unsupported
+from .explain import explain
+
+__all__ = ["OptimizedModule", "Unsupported", "compile", "explain", "reset"]

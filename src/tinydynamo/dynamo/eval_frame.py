@@ -1,0 +1,188 @@
+"""``tinydynamo.compile``: turning the frame hook on around a call (book chapter 4,
+"Guards and the transformed code").
+
+``compile(fn)`` returns a wrapper that installs a ``ConvertFrame`` callback with
+``set_eval_frame`` for the duration of the call, and restores the previous callback after.
+While it is set, the C hook (``tinydynamo._C``, chapter 2) offers every new frame to it: a
+cache entry of this callback whose guard passes runs its new code, otherwise the callback
+translates the frame. For an ``nn.Module``, ``compile`` returns an ``OptimizedModule`` that
+shares the module's parameters and buffers and compiles ``forward`` through ``__call__``.
+
+If the C extension is not built, the same protocol runs in Python for the outermost frame
+only (``run_frame_in_python``): a readable model of what the hook does.
+"""
+import functools
+import inspect
+import threading
+import types
+
+import torch
+
+try:
+    from .._C import _eval_frame as _C
+except ImportError:  # the extension is not built
+    _C = None
+
+
+class PythonHook:
+    """The C hook's API written in Python: co_extra is a dict here, and only the outermost frame
+    of a compiled call is intercepted (by ``run_frame_in_python``)."""
+
+    SKIP = object()
+
+    def __init__(self):
+        self.extra = {}  # code -> list of cache entries, or SKIP
+        self.state = threading.local()
+
+    def set_eval_frame(self, callback):
+        previous = getattr(self.state, "callback", None)
+        self.state.callback = callback
+        return previous
+
+    def get_cache_entries(self, code):
+        if self.extra.get(code) is self.SKIP:
+            raise RuntimeError(f"{code!r} is marked SKIP; clear_code() it first")
+        return self.extra.setdefault(code, [])
+
+    def set_skip(self, code):
+        self.extra[code] = self.SKIP
+
+    def clear_code(self, code):
+        self.extra.pop(code, None)
+
+    def is_skipped(self, code):
+        return self.extra.get(code) is self.SKIP
+
+
+def use_hook(hook):
+    """Make ``hook`` (the C extension module, or a PythonHook) the one this package talks to."""
+    global HAS_C_HOOK, set_eval_frame, get_cache_entries, set_skip, clear_code, is_skipped
+    HAS_C_HOOK = not isinstance(hook, PythonHook)
+    set_eval_frame, get_cache_entries = hook.set_eval_frame, hook.get_cache_entries
+    set_skip, clear_code, is_skipped = hook.set_skip, hook.clear_code, hook.is_skipped
+    return hook
+
+
+HOOK = use_hook(_C if _C is not None and hasattr(_C, "set_eval_frame") else PythonHook())
+
+
+def run_frame_in_python(callback, fn, args, kwargs):
+    """What the C hook does with the frame of ``fn(*args, **kwargs)``, written in Python."""
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.forward  # (module hooks do not run on this path)
+    func, args = (fn.__func__, (fn.__self__, *args)) if isinstance(fn, types.MethodType) else (fn, args)
+    if not isinstance(func, types.FunctionType) or is_skipped(func.__code__):
+        return func(*args, **kwargs)
+    code = func.__code__
+    bound = inspect.signature(func, follow_wrapped=False).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = tuple(bound.arguments[name] for name in code.co_varnames[:len(bound.arguments)])
+    cells = tuple(func.__closure__ or ())
+    for owner, guard, new_code in list(get_cache_entries(code)):
+        if owner is callback and guard(*values, *cells):
+            return run_code(func, new_code, values)
+    new_code = callback(func, values)
+    if new_code is None:
+        return func(*args, **kwargs)
+    return run_code(func, new_code, values)
+
+
+def disable(fn):
+    """``fn`` run with no frame callback: what the backend compiled runs as plain Python, so
+    the hook never tries to translate the graph's own code (or a generated kernel's)."""
+
+    def call_without_hook(*args):
+        previous = set_eval_frame(None)
+        try:
+            return fn(*args)
+        finally:
+            set_eval_frame(previous)
+
+    return call_without_hook
+
+
+def run_code(func, new_code, values):
+    replacement = types.FunctionType(new_code, func.__globals__, func.__name__, None, func.__closure__)
+    return replacement(*values)
+
+
+# --- the public API --------------------------------------------------------------------------------
+
+
+def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mode=None, options=None):
+    """Compile a function or nn.Module, like ``torch.compile``; also a decorator, with or
+    without arguments. The backend is a registered name or a callable ``(gm, example_inputs)``;
+    names are looked up at the first call."""
+    if model is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                 mode=mode, options=options)
+    if dynamic:
+        raise NotImplementedError("tinydynamo specialises every shape: dynamic=True is not supported")
+    if mode not in (None, "default"):
+        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r}")
+    if options:
+        raise NotImplementedError(f"tinydynamo takes no compile options (got {sorted(options)})")
+    if not callable(model):
+        raise TypeError(f"tinydynamo.compile expects a function or an nn.Module, not {type(model).__name__}")
+    from .convert_frame import ConvertFrame
+
+    callback = ConvertFrame(backend, fullgraph)
+    if isinstance(model, torch.nn.Module):
+        return OptimizedModule(model, with_callback(model, callback))
+    return functools.wraps(model)(with_callback(model, callback))
+
+
+def with_callback(fn, callback):
+    """``fn`` wrapped so that its calls run with ``callback`` as this thread's frame callback."""
+
+    def compiled(*args, **kwargs):
+        if not HAS_C_HOOK:
+            return run_frame_in_python(callback, fn, args, kwargs)
+        previous = set_eval_frame(callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(previous)
+
+    compiled._tinydynamo_orig = fn  # traced instead of the wrapper when called while tracing
+    return compiled
+
+
+class OptimizedModule(torch.nn.Module):
+    """A compiled view of ``mod``: the same parameters, buffers, submodules and state_dict keys;
+    calling it runs ``mod`` with the frame hook on, so ``mod.forward`` gets compiled."""
+
+    def __init__(self, mod, compiled_call):
+        super().__init__()
+        # Shared, not copied: an optimizer step or load_state_dict on either one changes both.
+        for table in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
+            self.__dict__[table] = mod.__dict__[table]
+        self.__dict__["_orig_mod"] = mod
+        self.__dict__["_compiled_call"] = compiled_call
+
+    @property
+    def training(self):
+        return self.__dict__["_orig_mod"].training if "_orig_mod" in self.__dict__ else True
+
+    @training.setter
+    def training(self, mode):
+        if "_orig_mod" in self.__dict__:
+            self._orig_mod.training = mode
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_call(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_orig_mod"], name)
+
+    def state_dict(self, *args, **kwargs):
+        return self._orig_mod.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        return self._orig_mod.load_state_dict(*args, **kwargs)
+
+    def __repr__(self):
+        return f"OptimizedModule({self._orig_mod!r})"

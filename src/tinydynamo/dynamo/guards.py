@@ -1,0 +1,232 @@
+"""Guards: when may a compiled frame be reused? (book chapter 4,
+"Guards and the transformed code").
+
+While tracing, every assumption the graph bakes in about an input is recorded as a ``Guard``:
+"``L['x']`` is a float32 CPU tensor of shape (10,)", "``G['scale']`` == 2.0",
+"``L['self'].training`` is True". ``GuardBuilder`` compiles all guards of one cache entry into
+ONE Python function whose source stays readable (``explain()`` and ``TINYDYNAMO_LOGS=guards``
+print it). The frame hook calls it with the frame's arguments, then its closure cells:
+
+    def guard(self, x):
+        try:
+            L_self_fc = self.fc  # L['self'].fc
+            L_self_fc_weight = L_self_fc.weight  # L['self'].fc.weight
+            if (
+                ___is_grad_enabled() is True  # GRAD_MODE
+                and id(self) == 140211532485456  # ID_MATCH L['self']
+                and type(x) is ___Tensor and x.dtype is ___float32 and ...  # TENSOR_MATCH L['x']
+                ...
+            ):
+                ___counters['cache_hits'] += 1
+                return True
+            return False
+        except Exception:
+            return False
+
+Each source is fetched once, into a local named after it; expected values are precomputed and
+reach the function as closure constants (``___float32``); cheap checks run before expensive
+ones; and an exception (a missing attribute, an empty cell) counts as a failed guard.
+"""
+import builtins
+import dataclasses
+import weakref
+
+import torch
+
+from ..utils import counters
+from .source import ClosureSource, GlobalSource, LocalSource, Source
+
+# Guard kinds, cheapest first: the order in which the guard function checks them.
+GUARD_KINDS = (
+    "GRAD_MODE",  # torch.is_grad_enabled() as when traced
+    "DEFAULT_DTYPE",  # torch.get_default_dtype() as when traced (factory functions use it)
+    "ID_MATCH",  # the very same object (modules, functions, classes)
+    "TYPE_MATCH",  # an object of exactly this type
+    "CONSTANT_MATCH",  # a constant equal to (and of the same type as) the traced one
+    "LENGTH_CHECK",  # a container of this length
+    "DICT_KEYS",  # a dict with these keys, in this order
+    "TENSOR_MATCH",  # a tensor with this type, dtype, device, shape, stride, requires_grad
+    "DUPLICATE_INPUT",  # two sources hold the same tensor, as when traced
+    "NO_ALIASING",  # tensors mutated by the graph are distinct objects
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Guard:
+    """One assumption about the value at ``source`` (``None`` for global state)."""
+
+    source: Source | None
+    kind: str
+    value: object = None  # what the check compares against (see GuardBuilder)
+
+    def key(self):
+        extra = tuple(s.name() for s in self.value) if self.kind in ("DUPLICATE_INPUT", "NO_ALIASING") else ()
+        return (self.kind, self.source.name() if self.source else None, extra)
+
+
+class GuardBuilder:
+    """Turns a list of guards into the source of one guard function, then into the function."""
+
+    def __init__(self, arg_names, freevars, f_globals):
+        self.arg_names = list(arg_names)
+        self.freevars = list(freevars)
+        # names the guard function can see, and their values
+        self.closure = {"G": f_globals, "___counters": counters}
+        self.locals = {}  # source name -> the guard function's local holding that value
+        self.fetches = []  # "local = expression  # source" lines, parents before children
+        self.watched = []  # objects whose identity is checked by id(); see ``watch_ids``
+
+    def const(self, value):
+        """A name the guard function can use for ``value`` (literals are written inline)."""
+        if type(value) in (int, str, bool, type(None)) or (type(value) is float and value == value
+                                                             and abs(value) != float("inf")):
+            return repr(value)
+        if type(value) is tuple and all(type(v) is int for v in value):
+            return repr(value)
+        if isinstance(value, type) and getattr(builtins, value.__name__, None) is value:
+            return value.__name__  # int, float, tuple...: the guard function sees the builtins
+        for name, existing in self.closure.items():
+            if existing is value or (isinstance(value, torch.device) and existing == value):
+                return name
+        hint = getattr(value, "__name__", None) or str(value).replace("torch.", "")
+        name = "___" + "".join(c if c.isalnum() else "_" for c in hint)[:30]
+        while name in self.closure:
+            name += "_"
+        self.closure[name] = value
+        return name
+
+    def param_names(self):
+        """The guard's parameters: the frame's argument names, then its free variable names."""
+        taken = set(self.closure) | set(dir(builtins)) | {"L"}
+        names = self.arg_names + self.freevars
+        return [n if n not in taken and not n.startswith("___") else f"___arg{i}" for i, n in enumerate(names)]
+
+    def local(self, source):
+        """The local variable of the guard function that holds the value at ``source``."""
+        key = source.name()
+        if key not in self.locals:
+            params = self.param_names()
+            if isinstance(source, LocalSource):
+                self.locals[key] = params[self.arg_names.index(source.local_name)]
+                return self.locals[key]
+            if isinstance(source, ClosureSource):
+                cell = params[len(self.arg_names) + self.freevars.index(source.local_name)]
+                expression = f"{cell}.cell_contents"
+            elif isinstance(source, GlobalSource):
+                expression = key
+            else:
+                expression = source.child_expression(self.local(source.base))
+            name = source.placeholder_name()
+            while name in self.locals.values() or name in self.closure or name in params:
+                name += "_"
+            self.fetches.append(f"{name} = {expression}" + (f"  # {key}" if expression != key else ""))
+            self.locals[key] = name
+        return self.locals[key]
+
+    # --- one method per guard kind: each returns a Python expression --------------------------
+
+    def GRAD_MODE(self, guard):
+        return f"{self.const(torch.is_grad_enabled)}() is {guard.value}"
+
+    def DEFAULT_DTYPE(self, guard):
+        return f"{self.const(torch.get_default_dtype)}() is {self.const(guard.value)}"
+
+    def ID_MATCH(self, guard):
+        self.watched.append(guard.value)
+        return f"id({self.local(guard.source)}) == {id(guard.value)}"
+
+    def TYPE_MATCH(self, guard):
+        return f"type({self.local(guard.source)}) is {self.const(guard.value)}"
+
+    def CONSTANT_MATCH(self, guard):
+        x, value = self.local(guard.source), guard.value
+        if value is None or type(value) is bool:
+            return f"{x} is {value!r}"
+        if isinstance(value, torch.dtype):
+            return f"{x} is {self.const(value)}"
+        return f"type({x}) is {self.const(type(value))} and {x} == {self.const(value)}"
+
+    def LENGTH_CHECK(self, guard):
+        return f"len({self.local(guard.source)}) == {guard.value}"
+
+    def DICT_KEYS(self, guard):
+        return f"tuple({self.local(guard.source)}) == {self.const(tuple(guard.value))}"
+
+    def TENSOR_MATCH(self, guard):
+        x, t = self.local(guard.source), guard.value
+        return " and ".join([
+            f"type({x}) is {self.const(t['type'])}",
+            f"{x}.dtype is {self.const(t['dtype'])}",
+            f"{x}.device == {self.const(t['device'])}",
+            f"{x}.shape == {self.const(t['shape'])}",
+            f"{x}.stride() == {self.const(t['stride'])}",
+            f"{x}.requires_grad is {t['requires_grad']}",
+        ])
+
+    def DUPLICATE_INPUT(self, guard):
+        (other,) = guard.value
+        return f"{self.local(guard.source)} is {self.local(other)}"
+
+    def NO_ALIASING(self, guard):
+        names = ", ".join(self.local(s) for s in guard.value)
+        return f"len({{id(t) for t in ({names},)}}) == {len(guard.value)}"
+
+    # --- the function ---------------------------------------------------------------------------
+
+    def parts(self, guards):
+        """[(comment, expression)] in checking order: cheap kinds and shallow sources first."""
+        unique = list({g.key(): g for g in guards}.values())
+        unique.sort(key=lambda g: (GUARD_KINDS.index(g.kind), g.source.depth if g.source else 0))
+        return [(f"{g.kind} {g.source.name() if g.source else ''}".strip(), getattr(self, g.kind)(g))
+                for g in unique]
+
+    def source(self, parts, name="guard", count_hit=True):
+        checks = "\n".join(f"            {'and ' if i else ''}{code}  # {comment}"
+                           for i, (comment, code) in enumerate(parts)) or "            True"
+        fetches = "".join(f"        {line}\n" for line in self.fetches)
+        hit = "            ___counters['cache_hits'] += 1\n" if count_hit else ""
+        return (f"def {name}({', '.join(self.param_names())}):\n"
+                f"    try:\n"
+                f"{fetches}"
+                f"        if (\n{checks}\n        ):\n"
+                f"{hit}"
+                f"            return True\n"
+                f"        return False\n"
+                f"    except Exception:\n"
+                f"        return False\n")
+
+    def compile(self, source, name="guard"):
+        body = "\n".join("    " + line for line in source.splitlines())
+        maker = f"def ___make_{name}({', '.join(self.closure)}):\n{body}\n    return {name}\n"
+        namespace = {}
+        exec(compile(maker, "<tinydynamo guard>", "exec"), namespace)
+        return namespace[f"___make_{name}"](*self.closure.values())
+
+    def build(self, guards):
+        """The guard function, with ``.source``, ``.parts`` and ``.failures(*args)`` attached."""
+        parts = self.parts(guards)
+        source = self.source(parts)
+        fn = self.compile(source)
+        fn.source = source
+        fn.parts = parts
+        fn.failures = lambda *args: self.failures(parts, args)
+        fn.watched, self.watched = self.watched, []  # (see watch_ids)
+        return fn
+
+    def failures(self, parts, args):
+        """The expressions of the guards that fail for these arguments (for recompile logs)."""
+        failed = []
+        for i, (comment, code) in enumerate(parts):
+            check = self.compile(self.source([(comment, code)], f"check{i}", count_hit=False), f"check{i}")
+            if not check(*args):
+                failed.append(f"{code}  # {comment}")
+        return failed
+
+
+def watch_ids(guard_fn, on_death):
+    """Call ``on_death()`` when any object whose id() the guard checks dies (ids get reused)."""
+    for obj in guard_fn.__dict__.pop("watched"):  # no strong reference stays behind
+        try:
+            weakref.finalize(obj, on_death)
+        except TypeError:  # not weak-referenceable: keep it alive so its id stays unique
+            guard_fn.__dict__.setdefault("kept_alive", []).append(obj)

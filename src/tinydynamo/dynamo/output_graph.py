@@ -1,0 +1,222 @@
+"""OutputGraph: the FX graph being built, its inputs and guards (book chapters 3
+and 4: built while tracing, compiled at the end).
+
+One OutputGraph per translated frame (inlined functions append to it too). It owns
+
+- the ``torch.fx.Graph`` and a tracer that creates proxies in it;
+- the graph inputs, keyed by Source: every tensor the frame reads from outside becomes a
+  placeholder, in the order first read, with the real tensor kept as the example input;
+- the guards collected while tracing.
+
+``compile_subgraph`` ends the trace: it turns the graph into a GraphModule, hands it to the
+backend (``backend(gm, example_inputs)`` with the REAL tensors of this first call), stores the
+compiled callable in the frame's globals as ``__compiled_fn_N`` and emits the bytecode that calls
+it and rebuilds the values the frame returns.
+"""
+import itertools
+import operator
+import re
+import sys
+
+import torch
+import torch.fx
+
+from .._logging import trace_artifact
+from ..utils import counters
+from . import eval_frame
+from .codegen import PyCodegen
+from .guards import Guard
+from .source import GlobalSource
+from .variables import ConstDictVariable, TensorVariable
+from .variables.lists import BaseListVariable
+
+_compiled_fn_ids = itertools.count()
+# (globals dict, name) of everything installed in user globals, removed by tinydynamo.reset().
+installed_globals = []
+
+
+class OutputGraph:
+    def __init__(self, code, f_globals, compiler_fn):
+        self.code = code
+        self.root_globals = f_globals
+        self.compiler_fn = compiler_fn
+        self.graph = torch.fx.Graph()
+        self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
+        self.graph_inputs = []  # [(source, real tensor, TensorVariable)], placeholder order
+        self.input_by_id = {}  # id(real tensor) -> its TensorVariable (one input per tensor)
+        self.guards = []
+        self.variable_cache = {}  # source -> tracker, so a value read twice is one tracker
+        self.initial_grad_mode = torch.is_grad_enabled()
+        self.default_dtype = torch.get_default_dtype()
+        self.current_tx = None  # the innermost translator, for stack traces in node.meta
+        self.instruction_count = 0
+
+    # --- building the graph --------------------------------------------------------------------
+
+    def add_guard(self, guard):
+        self.guards.append(guard)
+
+    def add_global_state_guard(self, kind):
+        """Global state the graph depends on: grad mode, and the default dtype (it decides the
+        dtype of ``torch.ones(3)`` and of ``int_tensor * 0.5``)."""
+        value = self.initial_grad_mode if kind == "GRAD_MODE" else self.default_dtype
+        self.add_guard(Guard(None, kind, value))
+
+    def add_input(self, source, value):
+        """A placeholder for the tensor at ``source`` (or the existing one if already an input)."""
+        self.add_guard(Guard(source, "TENSOR_MATCH", tensor_properties(value)))
+        if id(value) in self.input_by_id:  # the same tensor reached twice (tied weights)
+            first = self.input_by_id[id(value)]
+            self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))
+            return first
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        insert_point = self.graph.inserting_after(placeholders[-1]) if placeholders else \
+            self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        with insert_point:
+            proxy = self.tracer.create_proxy("placeholder", source.placeholder_name(), (), {})
+        example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        example.requires_grad_(value.requires_grad)
+        proxy.node.meta["example_value"] = example
+        proxy.node.meta["source"] = source.name()
+        var = TensorVariable(proxy, example, value.device, source=source, python_cls=type(value))
+        self.graph_inputs.append((source, value, var))
+        self.input_by_id[id(value)] = var
+        return var
+
+    def create_proxy(self, kind, target, args, kwargs):
+        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        if self.current_tx is not None:
+            proxy.node.meta["stack_trace"] = self.current_tx.format_stack()
+        return proxy
+
+    def has_computation(self):
+        return any(node.op not in ("placeholder", "output") for node in self.graph.nodes)
+
+    def install_global(self, prefix, value):
+        """Store ``value`` in the frame's globals under a fresh ``prefix_N`` name; return it."""
+        name = f"{prefix}_{next(_compiled_fn_ids)}"
+        self.root_globals[name] = value
+        installed_globals.append((self.root_globals, name))
+        return name
+
+    def import_source(self, module_name):
+        """A source for a module other than the frame's own, whose globals an inlined function
+        reads: the module is stored in the frame's globals, as Dynamo does (``__import_...``)."""
+        alias = "__import_" + re.sub(r"\W", "_", module_name)
+        if alias not in self.root_globals:
+            self.root_globals[alias] = sys.modules[module_name]
+            installed_globals.append((self.root_globals, alias))
+        return GlobalSource(alias)
+
+    # --- finishing -----------------------------------------------------------------------------
+
+    def compile_subgraph(self, tx, return_value):
+        """The instructions of the transformed frame: call the graph, return ``return_value``."""
+        outputs = tensors_to_output(return_value)
+        self.create_proxy("output", "output", (tuple(v.proxy for v in outputs),), {})
+        self.remove_unused_nodes()
+        self.remove_redundant_grad_mode_switches()
+        # Rebuilding the return value first: if it cannot be done, nothing was compiled in vain.
+        rebuild = PyCodegen(tx.current_instruction.positions)
+        rebuild.graph_outputs = {var: i for i, var in enumerate(outputs)}
+        rebuild(return_value)
+        rebuild.append("RETURN_VALUE")
+        codegen = PyCodegen(tx.current_instruction.positions)
+        codegen.prologue(self.code)
+        if self.has_computation():
+            self.add_global_state_guard("GRAD_MODE")
+            self.add_global_state_guard("DEFAULT_DTYPE")
+            self.add_aliasing_guard()
+            codegen.load_global(self.compile_and_call_fx_graph(), push_null=True)
+            for source, _, _ in self.graph_inputs:
+                source.reconstruct(codegen)
+            codegen.call(len(self.graph_inputs))
+            codegen.store_fast(rebuild.graph_output_local)
+        return codegen.instructions + rebuild.instructions
+
+    def remove_unused_nodes(self):
+        """Drop what is trivially dead, as Dynamo does: unused items of multi-output ops
+        (``values, _ = x.max(1)``), and inputs the graph never reads (``if mask is None``)."""
+        for node in reversed(list(self.graph.nodes)):
+            if not node.users and node.op == "call_function" and node.target is operator.getitem:
+                self.graph.erase_node(node)
+        for entry in list(self.graph_inputs):
+            node = entry[2].proxy.node
+            if not node.users:
+                self.graph.erase_node(node)
+                self.graph_inputs.remove(entry)
+
+    def remove_redundant_grad_mode_switches(self):
+        """Of consecutive ``_set_grad_enabled`` calls only the last matters, and none is needed
+        if it sets the mode already in effect (``with no_grad(): with enable_grad(): ...``)."""
+        mode, pending = self.initial_grad_mode, []
+        for node in list(self.graph.nodes):
+            if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+                pending.append(node)
+                continue
+            for switch in pending[:-1]:
+                self.graph.erase_node(switch)
+            if pending and pending[-1].args[0] == mode:
+                self.graph.erase_node(pending[-1])
+            elif pending:
+                mode = pending[-1].args[0]
+            pending = []
+
+    def compile_and_call_fx_graph(self):
+        """Make the GraphModule, run the backend on it, and install the result in globals."""
+        self.graph.lint()
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        where = f"{self.code.co_qualname} ({self.code.co_filename}:{self.code.co_firstlineno})"
+        trace_artifact("graph", lambda: f"graph of {where}\n{gm.print_readable(print_output=False)}")
+        example_inputs = [value for _, value, _ in self.graph_inputs]
+        compiled = self.compiler_fn(gm, example_inputs)
+        if not callable(compiled):
+            raise TypeError(f"backend {self.compiler_fn!r} returned {compiled!r}, which is not callable")
+        counters["graphs"] += 1
+        return self.install_global("__compiled_fn", eval_frame.disable(compiled))
+
+    def add_aliasing_guard(self):
+        """If the graph mutates tensors, two distinct inputs must not become one object later."""
+        mutates = any(n.op in ("call_method", "call_function") and is_mutation(n) for n in self.graph.nodes)
+        if mutates and len(self.graph_inputs) > 1:
+            sources = tuple(source for source, _, _ in self.graph_inputs)
+            self.add_guard(Guard(sources[0], "NO_ALIASING", sources))
+
+
+def is_mutation(node):
+    from .variables.tensor import INPLACE_OPERATORS
+
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return node.target in INPLACE_OPERATORS or (name.endswith("_") and not name.startswith("_")) \
+        or node.kwargs.get("inplace") is True
+
+
+def tensor_properties(value):
+    """What TENSOR_MATCH checks, read from the real tensor when it is first seen."""
+    return {
+        "type": type(value),
+        "dtype": value.dtype,
+        "device": value.device,
+        "shape": tuple(value.shape),
+        "stride": tuple(value.stride()),
+        "requires_grad": value.requires_grad,
+    }
+
+
+def tensors_to_output(value):
+    """Tensors the graph must return for ``value`` to be rebuilt: those it computed, once each."""
+    found = {}
+
+    def visit(var):
+        if isinstance(var, TensorVariable):
+            if var.source is None:
+                found.setdefault(var, None)
+        elif isinstance(var, BaseListVariable):
+            for item in var.items:
+                visit(item)
+        elif isinstance(var, ConstDictVariable):
+            for item in var.items.values():
+                visit(item)
+
+    visit(value)
+    return list(found)

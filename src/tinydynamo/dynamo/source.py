@@ -1,0 +1,123 @@
+"""Sources: where a value of the frame came from (book chapter 4,
+"Guards and the transformed code").
+
+A ``Source`` is a recipe for finding an input again: "the local ``x``", "attribute ``weight`` of
+attribute ``fc1`` of the local ``self``", "the global ``scale``". Dynamo attaches one to every
+value it reads from the frame. Sources are used three ways:
+
+- ``name()`` is a Python expression for the value, e.g. ``L['self'].fc1.weight`` or
+  ``G['scale']``. Guards are written with it (``L`` is the frame's locals, ``G`` its globals),
+  and FX placeholders are named after it.
+- ``reconstruct(codegen)`` emits the bytecode that loads the value again in the transformed code
+  (this is how graph inputs are fetched on every call).
+- Sources are hashable, so the output graph can key its inputs by them.
+
+Free variables of the compiled frame count as locals, as they do in ``frame.f_locals``.
+"""
+import dataclasses
+import re
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def reconstruct(self, codegen):
+        raise NotImplementedError
+
+    @property
+    def depth(self):
+        """How many steps from a local or global (guards on shallow sources run first)."""
+        return 0
+
+    def placeholder_name(self):
+        """An identifier for FX, e.g. ``L['self'].fc1.weight`` -> ``L_self_fc1_weight``."""
+        return re.sub(r"[^0-9a-zA-Z]+", "_", self.name()).strip("_")
+
+    def __str__(self):
+        return self.name()
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSource(Source):
+    """An argument (or other local) of the compiled frame: ``L['x']``."""
+
+    local_name: str
+
+    def name(self):
+        return f"L[{self.local_name!r}]"
+
+    def reconstruct(self, codegen):
+        codegen.load_fast(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosureSource(Source):
+    """A free variable of the compiled frame (the contents of one of its closure cells)."""
+
+    local_name: str
+
+    def name(self):
+        return f"L[{self.local_name!r}]"
+
+    def reconstruct(self, codegen):
+        codegen.load_deref(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalSource(Source):
+    """A global of the compiled frame's module: ``G['scale']``."""
+
+    global_name: str
+
+    def name(self):
+        return f"G[{self.global_name!r}]"
+
+    def reconstruct(self, codegen):
+        codegen.load_global(self.global_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSource(Source):
+    """``base.member``, e.g. ``L['self'].fc1``."""
+
+    base: Source
+    member: str
+
+    def name(self):
+        return self.child_expression(self.base.name())
+
+    def child_expression(self, base):
+        return f"{base}.{self.member}"
+
+    def reconstruct(self, codegen):
+        self.base.reconstruct(codegen)
+        codegen.load_attr(self.member)
+
+    @property
+    def depth(self):
+        return self.base.depth + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class GetItemSource(Source):
+    """``base[index]`` for a constant index, e.g. ``L['xs'][0]`` or ``L['self'].blocks[1]``."""
+
+    base: Source
+    index: object
+
+    def name(self):
+        return self.child_expression(self.base.name())
+
+    def child_expression(self, base):
+        return f"{base}[{self.index!r}]"
+
+    def reconstruct(self, codegen):
+        self.base.reconstruct(codegen)
+        codegen.load_const(self.index)
+        codegen.append("BINARY_SUBSCR")
+
+    @property
+    def depth(self):
+        return self.base.depth + 1

@@ -1,0 +1,627 @@
+"""InstructionTranslator: run bytecode over VariableTrackers (book chapter 3,
+"Symbolic execution").
+
+This is a Python interpreter whose values are trackers. It keeps the state a real frame has,
+explicitly, so that tracing can stop at any instruction and hand that state over:
+
+- ``stack``: the value stack;
+- ``symbolic_locals``: local variables (name -> tracker); ``cells``: closure cells;
+- ``instruction_pointer``: the index of the next instruction.
+
+There is one handler method per opcode, named after it (``LOAD_FAST``, ``BINARY_OP``, ``CALL``,
+``POP_JUMP_IF_FALSE``...), for Python 3.11 and 3.12. A handler pops trackers, asks them to do
+the operation (which may add a node to the graph) and pushes the result. Branches on constants
+are decided right here, so only one path is traced; a branch on a tensor's *value* is
+Unsupported.
+
+``InstructionTranslator`` traces the frame the hook gave us and, at RETURN_VALUE, asks the
+OutputGraph for the transformed code. ``InliningInstructionTranslator`` runs a called Python
+function inside the same trace and hands its return value back to the caller's CALL.
+"""
+import builtins
+import functools
+import inspect
+import linecache
+import operator
+import os
+import sys
+import types
+
+import torch
+
+from .bytecode import decode
+from .exc import Unsupported, unsupported
+from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
+from .variables import (
+    BuiltinVariable,
+    CellVariable,
+    ConstantVariable,
+    ConstDictVariable,
+    GetAttrVariable,
+    GradModeVariable,
+    ListIteratorVariable,
+    ListVariable,
+    NestedUserFunctionVariable,
+    NullVariable,
+    SliceVariable,
+    SuperVariable,
+    TupleVariable,
+    UnboundVariable,
+    VariableBuilder,
+    wrap_constant,
+)
+from .variables.builtin import is_same
+from .variables.misc import is_trusted_module
+
+PY312 = sys.version_info >= (3, 12)
+MAX_INSTRUCTIONS = 500_000  # per traced frame, inlined calls and unrolled loops included
+MAX_INLINE_DEPTH = 48
+
+# BINARY_OP's argument, in the order of CPython's NB_* constants.
+BINARY_OPS = [
+    operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
+    operator.mod, operator.or_, operator.pow, operator.rshift, operator.sub, operator.truediv,
+    operator.xor, operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift,
+    operator.imatmul, operator.imul, operator.imod, operator.ior, operator.ipow, operator.irshift,
+    operator.isub, operator.itruediv, operator.ixor,
+]
+COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+               ">": operator.gt, ">=": operator.ge}
+TORCH_DIR = os.path.dirname(torch.__file__)
+INLINABLE_TORCH_DIR = os.path.join(TORCH_DIR, "nn", "modules")
+
+
+@functools.lru_cache(maxsize=1024)
+def decoded(code):
+    return tuple(decode(code))
+
+
+class InstructionTranslatorBase:
+    def __init__(self, code, f_globals, symbolic_locals, closure_cells, output, parent=None):
+        self.code = code
+        self.instructions = decoded(code)
+        self.indexof = {inst: i for i, inst in enumerate(self.instructions)}
+        self.f_globals = f_globals
+        f_builtins = f_globals.get("__builtins__", builtins)
+        self.f_builtins = vars(f_builtins) if isinstance(f_builtins, types.ModuleType) else f_builtins
+        self.symbolic_locals = symbolic_locals
+        self.unread_args = {}  # arguments not read yet (wrapped, and guarded, on first read)
+        self.cells = dict(zip(code.co_freevars, closure_cells))
+        self.output = output
+        self.parent = parent
+        self.depth = parent.depth + 1 if parent else 0
+        self.stack = []
+        self.instruction_pointer = 0
+        self.current_instruction = None
+        self.kw_names = ()
+        self.done = False
+
+    # --- the interpreter loop --------------------------------------------------------------------
+
+    def run(self):
+        outer, self.output.current_tx = self.output.current_tx, self
+        try:
+            while not self.done:
+                self.step()
+        except Unsupported as e:
+            inst = self.current_instruction
+            e.add_frame(self.code.co_filename, inst.positions.lineno if inst else None, self.code.co_name)
+            raise
+        finally:
+            self.output.current_tx = outer
+
+    def step(self):
+        inst = self.instructions[self.instruction_pointer]
+        self.instruction_pointer += 1
+        self.current_instruction = inst
+        self.output.instruction_count += 1
+        if self.output.instruction_count > MAX_INSTRUCTIONS:
+            unsupported(f"more than {MAX_INSTRUCTIONS} instructions (a very long or infinite loop)")
+        handler = getattr(self, inst.opname, None)
+        if handler is None:
+            unsupported(f"the {inst.opname} instruction")
+        handler(inst)
+
+    def format_stack(self):
+        """The user's frames, outermost first, as in a traceback (kept in node.meta)."""
+        lines, tx = [], self
+        while tx is not None:
+            line = tx.current_instruction.positions.lineno if tx.current_instruction else None
+            text = linecache.getline(tx.code.co_filename, line or 0).strip()
+            lines.append(f'  File "{tx.code.co_filename}", line {line}, in {tx.code.co_name}\n    {text}')
+            tx = tx.parent
+        return "\n".join(reversed(lines))
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def push(self, var):
+        assert var is not None
+        self.stack.append(var)
+
+    def pop(self):
+        return self.stack.pop()
+
+    def popn(self, n):
+        if n == 0:
+            return []
+        values = self.stack[-n:]
+        del self.stack[-n:]
+        return values
+
+    def jump(self, inst):
+        self.instruction_pointer = self.indexof[inst.target]
+
+    def call_builtin(self, fn, *args):
+        return BuiltinVariable(fn).call_function(self, list(args), {})
+
+    def load_local(self, name):
+        if name in self.unread_args:
+            source = LocalSource(name)
+            self.symbolic_locals[name] = VariableBuilder(self, source)(self.unread_args.pop(name))
+        if name not in self.symbolic_locals:
+            unsupported(f"UnboundLocalError at trace time: {name!r} is read before it is assigned")
+        return self.symbolic_locals[name]
+
+    def load_global(self, name):
+        if name in self.f_globals:
+            return VariableBuilder(self, self.global_source(name))(self.f_globals[name])
+        if name in self.f_builtins:
+            return VariableBuilder(self, None)(self.f_builtins[name])
+        unsupported(f"NameError at trace time: name {name!r} is not defined")
+
+    def global_source(self, name):
+        """``G['name']`` in the frame's own module; through an installed import elsewhere."""
+        if self.f_globals is self.output.root_globals:
+            return GlobalSource(name)
+        module_name = self.f_globals.get("__name__")
+        module = sys.modules.get(module_name)
+        if module is None or vars(module) is not self.f_globals:
+            unsupported(f"globals of {self.code.co_qualname}, which belong to no importable module")
+        if is_trusted_module(module_name):
+            return None
+        return AttrSource(self.output.import_source(module_name), name)
+
+    def cell(self, name):
+        if name not in self.cells:
+            unsupported(f"closure variable {name!r}")
+        return self.cells[name]
+
+    def inline_user_function(self, fn, args, kwargs):
+        """Trace a call of a Python function inside this graph; return its return value."""
+        code = fn.get_code()
+        if self.depth >= MAX_INLINE_DEPTH:
+            unsupported(f"calls nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
+        if code.co_filename.startswith(TORCH_DIR) and not code.co_filename.startswith(INLINABLE_TORCH_DIR):
+            unsupported(f"calling torch's internal Python function {code.co_qualname}")
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
+            unsupported(f"calling the coroutine {code.co_qualname}")
+        bound = fn.bind_args(self, args, kwargs)
+        translator = InliningGeneratorInstructionTranslator if code.co_flags & inspect.CO_GENERATOR \
+            else InliningInstructionTranslator
+        tracer = translator(code, fn.get_globals(), bound, fn.closure_cells(self), self.output, parent=self)
+        tracer.run()
+        return tracer.return_value
+
+    def zero_arg_super(self):
+        if "__class__" not in self.cells or not self.code.co_argcount:
+            unsupported("super() outside a method")
+        cls = self.cells["__class__"].get(self).as_python_constant()
+        first = self.code.co_varnames[0]
+        obj = self.cells[first].get(self) if first in self.cells else self.load_local(first)
+        return SuperVariable(cls, obj)
+
+    # === opcode handlers, one per instruction ====================================================
+
+    # --- locals, constants, globals, closures ---------------------------------------------------
+
+    def LOAD_FAST(self, inst):
+        self.push(self.load_local(inst.argval))
+
+    LOAD_FAST_CHECK = LOAD_FAST  # 3.12: LOAD_FAST that may find the local unbound
+
+    def LOAD_FAST_AND_CLEAR(self, inst):  # 3.12: saves a local around an inlined comprehension
+        if inst.argval in self.unread_args:
+            self.load_local(inst.argval)
+        self.push(self.symbolic_locals.pop(inst.argval, UnboundVariable()))
+
+    def STORE_FAST(self, inst):
+        value = self.pop()
+        self.unread_args.pop(inst.argval, None)
+        if isinstance(value, UnboundVariable):
+            self.symbolic_locals.pop(inst.argval, None)
+        else:
+            self.symbolic_locals[inst.argval] = value
+
+    def DELETE_FAST(self, inst):
+        self.load_local(inst.argval)
+        del self.symbolic_locals[inst.argval]
+
+    def LOAD_CONST(self, inst):
+        self.push(wrap_constant(inst.argval))
+
+    def RETURN_CONST(self, inst):  # 3.12
+        self.push(wrap_constant(inst.argval))
+        self.RETURN_VALUE(inst)
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:  # the low bit asks for a NULL below the value (it is about to be called)
+            self.push(NullVariable())
+        self.push(self.load_global(inst.argval))
+
+    def STORE_GLOBAL(self, inst):
+        unsupported(f"assigning the global {inst.argval!r} (a side effect)")
+
+    def LOAD_DEREF(self, inst):
+        self.push(self.cell(inst.argval).get(self))
+
+    def STORE_DEREF(self, inst):
+        self.cell(inst.argval).set(self.pop())
+
+    def LOAD_CLOSURE(self, inst):
+        self.push(self.cell(inst.argval))
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        has_value = name in self.symbolic_locals or name in self.unread_args
+        self.cells[name] = CellVariable(contents=self.load_local(name) if has_value else None)
+        self.symbolic_locals.pop(name, None)
+
+    def COPY_FREE_VARS(self, inst):
+        pass  # the closure's cells are in self.cells already
+
+    # --- attributes and items ----------------------------------------------------------------------
+
+    def LOAD_ATTR(self, inst):
+        value = self.pop().var_getattr(self, inst.argval)
+        if PY312 and inst.arg & 1:  # 3.12's method form; [NULL, bound method] calls the same
+            self.push(NullVariable())
+        self.push(value)
+
+    def LOAD_METHOD(self, inst):  # 3.11
+        value = self.pop().var_getattr(self, inst.argval)
+        self.push(NullVariable())
+        self.push(value)
+
+    def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name in one instruction
+        obj, cls, _super = self.pop(), self.pop(), self.pop()
+        value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)
+        if inst.arg & 1:
+            self.push(NullVariable())
+        self.push(value)
+
+    def STORE_ATTR(self, inst):
+        obj, value = self.pop(), self.pop()
+        if obj.source is not None and self.output.variable_cache.get(AttrSource(obj.source, inst.argval)) is value:
+            return  # `self.count += 1` on a tensor: the in-place add already did it all
+        unsupported(f"assigning attribute {inst.argval!r} of {obj} (a side effect)")
+
+    def DELETE_ATTR(self, inst):
+        unsupported(f"deleting attribute {inst.argval!r} (a side effect)")
+
+    def BINARY_SUBSCR(self, inst):
+        index = self.pop()
+        self.push(self.call_builtin(operator.getitem, self.pop(), index))
+
+    def STORE_SUBSCR(self, inst):
+        index, obj, value = self.pop(), self.pop(), self.pop()
+        self.call_builtin(operator.setitem, obj, index, value)
+
+    def DELETE_SUBSCR(self, inst):
+        index, obj = self.pop(), self.pop()
+        self.call_builtin(operator.delitem, obj, index)
+
+    def BINARY_SLICE(self, inst):  # 3.12: container[start:end]
+        end, start, container = self.pop(), self.pop(), self.pop()
+        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
+        self.push(self.call_builtin(operator.getitem, container, bounds))
+
+    def STORE_SLICE(self, inst):  # 3.12: container[start:end] = value
+        end, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
+        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
+        self.call_builtin(operator.setitem, container, bounds, value)
+
+    # --- the stack -----------------------------------------------------------------------------------
+
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        self.push(NullVariable())
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        self.stack[-inst.arg], self.stack[-1] = self.stack[-1], self.stack[-inst.arg]
+
+    def NOP(self, inst):
+        pass
+
+    RESUME = NOP
+    PRECALL = NOP  # 3.11: prepares a CALL; nothing to do symbolically
+
+    # --- operators -----------------------------------------------------------------------------------
+
+    def BINARY_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(self.call_builtin(BINARY_OPS[inst.arg], a, b))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(self.call_builtin(operator.neg, self.pop()))
+
+    def UNARY_POSITIVE(self, inst):  # 3.11 (3.12: CALL_INTRINSIC_1)
+        self.push(self.call_builtin(operator.pos, self.pop()))
+
+    def UNARY_INVERT(self, inst):
+        self.push(self.call_builtin(operator.invert, self.pop()))
+
+    def UNARY_NOT(self, inst):
+        self.push(ConstantVariable(not self.pop().truthy(self)))
+
+    def COMPARE_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(self.call_builtin(COMPARE_OPS[inst.argval], a, b))
+
+    def IS_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(ConstantVariable(is_same(self, a, b) != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container, item = self.pop(), self.pop()
+        found = self.call_builtin(operator.contains, container, item).as_python_constant()
+        self.push(ConstantVariable(found != bool(inst.arg)))
+
+    def CALL_INTRINSIC_1(self, inst):  # 3.12
+        intrinsic = inst.arg
+        if intrinsic == 5:  # INTRINSIC_UNARY_POSITIVE
+            return self.UNARY_POSITIVE(inst)
+        if intrinsic == 6:  # INTRINSIC_LIST_TO_TUPLE
+            return self.LIST_TO_TUPLE(inst)
+        unsupported(f"CALL_INTRINSIC_1 {intrinsic}")
+
+    # --- building containers -------------------------------------------------------------------
+
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        items = self.popn(2 * inst.arg)
+        pairs = zip(items[::2], items[1::2])
+        self.push(ConstDictVariable({k.as_python_constant(): v for k, v in pairs}))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        self.push(ConstDictVariable(dict(zip(keys, self.popn(inst.arg)))))
+
+    def BUILD_SLICE(self, inst):
+        bounds = [b.as_python_constant() for b in self.popn(inst.arg)]
+        self.push(SliceVariable(slice(*bounds)))
+
+    def BUILD_STRING(self, inst):
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
+
+    def FORMAT_VALUE(self, inst):
+        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
+        value = self.pop().as_python_constant()
+        convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+        self.push(ConstantVariable(format(convert(value), spec)))
+
+    def BUILD_SET(self, inst):
+        unsupported("sets")
+
+    def LIST_APPEND(self, inst):
+        value = self.pop()
+        self.stack[-inst.arg].items.append(value)
+
+    def LIST_EXTEND(self, inst):
+        values = self.pop()
+        self.stack[-inst.arg].items.extend(values.unpack_var_sequence(self))
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().items))
+
+    def MAP_ADD(self, inst):
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[key.as_python_constant()] = value
+
+    def DICT_UPDATE(self, inst):
+        other = self.pop()
+        if not isinstance(other, ConstDictVariable):
+            unsupported(f"** of {other}")
+        self.stack[-inst.arg].items.update(other.items)
+
+    def DICT_MERGE(self, inst):  # f(**a, **b): like DICT_UPDATE, but a repeated key is a TypeError
+        other = self.stack[-1]
+        if isinstance(other, ConstDictVariable) and set(other.items) & set(self.stack[-inst.arg - 1].items):
+            unsupported("TypeError at trace time: a keyword argument given twice")
+        self.DICT_UPDATE(inst)
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) != inst.arg:
+            unsupported(f"ValueError at trace time: unpacking {len(items)} values into {inst.arg}")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) < before + after:
+            unsupported(f"ValueError at trace time: not enough values to unpack ({len(items)})")
+        starred = ListVariable(items[before:len(items) - after])
+        for item in reversed(items[:before] + [starred] + items[len(items) - after:]):
+            self.push(item)
+
+    # --- jumps and loops -----------------------------------------------------------------------
+
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_FORWARD
+    JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        if self.pop().truthy(self):
+            self.jump(inst)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        if not self.pop().truthy(self):
+            self.jump(inst)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        if is_none(self.pop()):
+            self.jump(inst)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        if not is_none(self.pop()):
+            self.jump(inst)
+
+    # 3.11 spells the direction out; 3.12 only jumps forward.
+    POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_IF_TRUE
+    POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_IF_FALSE
+    POP_JUMP_FORWARD_IF_NONE = POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_IF_NONE
+    POP_JUMP_FORWARD_IF_NOT_NONE = POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):  # 3.11: `a or b`
+        if self.stack[-1].truthy(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11: `a and b`
+        if not self.stack[-1].truthy(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def GET_ITER(self, inst):
+        self.push(self.call_builtin(iter, self.pop()))
+
+    def FOR_ITER(self, inst):
+        item = self.stack[-1].next_item()
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst)
+        if PY312:  # 3.12 jumps to the END_FOR at the target and past it, as CPython does
+            self.instruction_pointer += 1
+
+    def END_FOR(self, inst):  # 3.12
+        self.popn(2)
+
+    # --- calls and functions ---------------------------------------------------------------------
+
+    def KW_NAMES(self, inst):
+        self.kw_names = inst.argval
+
+    def CALL(self, inst):
+        args = self.popn(inst.arg)
+        first, second = self.popn(2)  # [NULL, callable] or [callable, self]
+        fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second] + args)
+        kw_names, self.kw_names = self.kw_names, ()  # set by a KW_NAMES just before
+        n_positional = len(args) - len(kw_names)
+        kwargs = dict(zip(kw_names, args[n_positional:]))
+        self.push(fn.call_function(self, args[:n_positional], kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs = self.pop() if inst.arg & 1 else ConstDictVariable({})
+        args, fn = self.pop(), self.pop()
+        self.pop()  # the NULL below the callable
+        if not isinstance(kwargs, ConstDictVariable):
+            unsupported(f"** of {kwargs}")
+        self.push(fn.call_function(self, args.unpack_var_sequence(self), dict(kwargs.items)))
+
+    def MAKE_FUNCTION(self, inst):
+        code = self.pop().as_python_constant()
+        closure = self.pop().items if inst.arg & 0x08 else []
+        if inst.arg & 0x04:
+            self.pop()  # annotations
+        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
+        defaults = self.pop().items if inst.arg & 0x01 else []
+        self.push(NestedUserFunctionVariable(code, self.f_globals, defaults, kwdefaults, closure))
+
+    # --- with blocks ----------------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst):
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
+        self.push(GetAttrVariable(ctx, "__exit__"))
+        self.push(ctx.enter(self))
+
+    # --- what only happens when something raises, or is not traced ----------------------------
+
+    def RAISE_VARARGS(self, inst):
+        unsupported("a raise statement is reached at trace time (the frame would raise)")
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        unsupported("an assert fails at trace time")
+
+    def IMPORT_NAME(self, inst):
+        unsupported(f"import {inst.argval} inside the compiled function")
+
+    def LOAD_BUILD_CLASS(self, inst):
+        unsupported("a class statement inside the compiled function")
+
+    def RETURN_GENERATOR(self, inst):
+        unsupported("a generator function")
+
+    def YIELD_VALUE(self, inst):
+        unsupported("yield")
+
+
+def is_none(var):
+    return isinstance(var, ConstantVariable) and var.value is None
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """Traces the frame the hook handed over: ``func`` called with the frame's ``args``."""
+
+    def __init__(self, func, args, output):
+        code = func.__code__
+        cells = [CellVariable(real_cell=cell, source=ClosureSource(name))
+                 for name, cell in zip(code.co_freevars, func.__closure__ or ())]
+        super().__init__(code, func.__globals__, {}, cells, output)
+        self.unread_args = dict(zip(code.co_varnames, args))
+        self.output_instructions = None
+
+    def RETURN_VALUE(self, inst):
+        self.output_instructions = self.output.compile_subgraph(self, self.pop())
+        self.done = True
+
+
+class InliningInstructionTranslator(InstructionTranslatorBase):
+    """Traces a called function; its RETURN_VALUE hands the value back to the caller."""
+
+    def __init__(self, code, f_globals, bound_args, closure_cells, output, parent):
+        super().__init__(code, f_globals, dict(bound_args), closure_cells, output, parent)
+        self.return_value = None
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+        self.done = True
+
+
+class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
+    """A generator (``x * 2 for x in xs``), run to the end at once: calling it returns an
+    iterator over everything it yielded. Right when the consumer takes every item."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.generated = []
+
+    def RETURN_GENERATOR(self, inst):
+        self.push(ConstantVariable(None))  # what the first resumption finds on the stack
+
+    def YIELD_VALUE(self, inst):
+        self.generated.append(self.pop())
+        self.push(ConstantVariable(None))  # the value sent back in
+
+    def RETURN_VALUE(self, inst):
+        self.pop()
+        self.return_value = ListIteratorVariable(self.generated)
+        self.done = True

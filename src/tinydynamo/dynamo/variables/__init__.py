@@ -1,0 +1,34 @@
+"""VariableTrackers: the values the symbolic interpreter works with (book chapter 3).
+
+Reading order: ``base`` (the interface), ``constant``, ``tensor`` (how ops become graph
+nodes), ``lists``/``dicts``, ``builtin`` (operators and builtins), ``functions`` (inlining),
+``nn_module``, ``torch``, ``misc``, and ``builder`` (wrapping inputs, installing guards).
+"""
+from .base import NullVariable, UnboundVariable, VariableTracker
+from .builder import VariableBuilder
+from .builtin import BuiltinVariable
+from .constant import ConstantVariable, RangeVariable, SliceVariable, wrap_constant
+from .dicts import ConstDictVariable
+from .functions import (
+    BaseUserFunctionVariable,
+    CellVariable,
+    FunctoolsPartialVariable,
+    NestedUserFunctionVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+)
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .misc import GetAttrVariable, PythonModuleVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .tensor import TensorVariable
+from .torch import GradModeVariable, TorchFunctionVariable
+
+__all__ = [
+    "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
+    "ConstDictVariable", "ConstantVariable", "FunctoolsPartialVariable", "GetAttrVariable", "GradModeVariable",
+    "ListIteratorVariable", "ListVariable", "NNModuleVariable", "NestedUserFunctionVariable",
+    "NullVariable", "PythonModuleVariable", "RangeVariable", "SliceVariable", "SuperVariable",
+    "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
+    "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",
+    "VariableTracker", "wrap_constant",
+]

@@ -1,0 +1,81 @@
+"""VariableTracker: what the symbolic interpreter knows about one Python value (book chapter 3).
+
+The InstructionTranslator runs bytecode, but its stack and locals hold VariableTrackers instead
+of real objects. Each subclass models one kind of Python value (``TensorVariable``,
+``ConstantVariable``, ``ListVariable``, ``NNModuleVariable``...) and answers the questions the
+bytecode asks of it: an attribute (``var_getattr``), a call (``call_function``), a method call
+(``call_method``), iteration (``unpack_var_sequence``), truthiness (``truthy``).
+
+A tracker that came from the frame's inputs carries its ``Source``; the guards on it were
+installed when it was built (see ``builder.py``), that is, when the bytecode first read it.
+Trackers are not frozen: a ``ListVariable`` built inside the frame is mutated in place by
+``append``, exactly as the Python list would be, so aliasing behaves as it does in Python.
+"""
+from ..exc import Unsupported, unsupported
+
+
+class VariableTracker:
+    def __init__(self, source=None):
+        self.source = source
+
+    # --- what it is ---------------------------------------------------------------------------
+
+    def python_type(self):
+        unsupported(f"the type of {self} is not known")
+
+    def as_python_constant(self):
+        unsupported(f"{self} is not a Python constant")
+
+    def is_python_constant(self):
+        try:
+            self.as_python_constant()
+        except Exception:
+            return False
+        return True
+
+    def python_object(self):
+        """The real object this tracker stands for, when there is one (modules, functions...)."""
+        return self.as_python_constant()
+
+    # --- what the bytecode can do with it -----------------------------------------------------
+
+    def var_getattr(self, tx, name):
+        """Methods of the modelled type become a GetAttrVariable, called through call_method."""
+        from .misc import GetAttrVariable
+
+        try:
+            cls = self.python_type()
+        except Unsupported:
+            cls = None
+        if cls is not None and callable(getattr(cls, name, None)):
+            return GetAttrVariable(self, name)
+        unsupported(f"attribute {name!r} of {self}")
+
+    def call_function(self, tx, args, kwargs):
+        unsupported(f"calling {self}")
+
+    def call_method(self, tx, name, args, kwargs):
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def unpack_var_sequence(self, tx):
+        unsupported(f"iterating over {self}")
+
+    def truthy(self, tx):
+        return bool(self.as_python_constant())
+
+    def reconstruct(self, codegen):
+        """Emit bytecode that recreates this value in the transformed code."""
+        if self.source is None:
+            unsupported(f"returning {self}, which has no source to reload it from")
+        self.source.reconstruct(codegen)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that PUSH_NULL / LOAD_GLOBAL put below a callable (no self argument)."""
+
+
+class UnboundVariable(VariableTracker):
+    """What 3.12's LOAD_FAST_AND_CLEAR pushes for a local that had no value."""

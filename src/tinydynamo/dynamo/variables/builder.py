@@ -1,0 +1,140 @@
+"""VariableBuilder: wrap a real value read from the frame, installing its guards (chapter 4).
+
+``VariableBuilder(tx, source)(value)`` is called the first time the bytecode reads a value from
+outside the frame (a LOAD_FAST of an argument, a LOAD_GLOBAL, ``self.fc1``...). It picks the
+tracker for the value's type and records the guards under which the trace stays valid:
+
+    tensor              -> TENSOR_MATCH, and a graph input (placeholder)
+    int, float, str...  -> CONSTANT_MATCH (the value is baked into the graph)
+    tuple, list, dict   -> TYPE_MATCH + LENGTH_CHECK / DICT_KEYS, items wrapped in turn
+    nn.Module, function, module, class -> ID_MATCH
+    other objects       -> TYPE_MATCH
+
+Values read this way are cached by source, so a value read twice is one tracker with one set
+of guards. With ``source=None`` (torch's own attributes, default arguments) no guard is
+installed, and only values that need none are accepted.
+"""
+import functools
+import types
+
+import torch
+
+from ..exc import unsupported
+from ..guards import Guard
+from ..source import AttrSource, GetItemSource
+from .builtin import BuiltinVariable
+from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
+from .dicts import ConstDictVariable
+from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
+from .lists import ListVariable, TupleVariable
+from .misc import PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .torch import TorchFunctionVariable, is_torch_callable
+
+
+class VariableBuilder:
+    def __init__(self, tx, source):
+        self.tx = tx
+        self.source = source
+
+    def __call__(self, value):
+        cache = self.tx.output.variable_cache
+        if self.source is not None and self.source in cache:
+            return cache[self.source]
+        var = self.wrap(value)
+        if self.source is not None:
+            cache[self.source] = var
+        return var
+
+    def guard(self, kind, value=None):
+        if self.source is not None:
+            self.tx.output.add_guard(Guard(self.source, kind, value))
+
+    def item(self, key, value):
+        source = GetItemSource(self.source, key) if self.source is not None else None
+        return VariableBuilder(self.tx, source)(value)
+
+    def wrap(self, value):
+        if isinstance(value, torch.Tensor):
+            return self.wrap_tensor(value)
+        if is_constant_value(value):
+            self.guard("CONSTANT_MATCH", value)
+            cls = {range: RangeVariable, slice: SliceVariable}.get(type(value), ConstantVariable)
+            return cls(value, self.source)
+        if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+            return self.wrap_sequence(value)
+        if type(value) is dict:
+            return self.wrap_dict(value)
+        if isinstance(value, torch.nn.Module):
+            if self.source is None:
+                unsupported(f"an nn.Module ({type(value).__name__}) reached without a source")
+            self.guard("ID_MATCH", value)
+            return NNModuleVariable(value, self.source)
+        return self.wrap_callable_or_object(value)
+
+    def wrap_tensor(self, value):
+        if self.source is None:
+            unsupported("a tensor that is not reachable from the frame's inputs "
+                        "(e.g. a tensor default argument or a tensor stored in torch itself)")
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
+            unsupported(f"tensor subclass {type(value).__name__}")
+        if value.is_sparse or value.layout != torch.strided:
+            unsupported(f"tensors with layout {value.layout}")
+        return self.tx.output.add_input(self.source, value)
+
+    def wrap_sequence(self, value):
+        self.guard("TYPE_MATCH", type(value))
+        self.guard("LENGTH_CHECK", len(value))
+        items = [self.item(i, v) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return ListVariable(items, source=self.source)
+        return TupleVariable(items, source=self.source, tuple_cls=type(value))
+
+    def wrap_dict(self, value):
+        if not all(is_constant_value(k) for k in value):
+            unsupported("a dict with non-constant keys")
+        self.guard("TYPE_MATCH", dict)
+        self.guard("DICT_KEYS", list(value))
+        return ConstDictVariable({k: self.item(k, v) for k, v in value.items()}, source=self.source)
+
+    def wrap_callable_or_object(self, value):
+        if is_torch_callable(value):
+            self.guard("ID_MATCH", value)
+            return TorchFunctionVariable(value, self.source)
+        if isinstance(value, types.ModuleType):
+            self.guard("ID_MATCH", value)
+            return PythonModuleVariable(value, self.source)
+        if type(value) is functools.partial:
+            return self.wrap_partial(value)
+        if hasattr(value, "_tinydynamo_orig"):  # a tinydynamo.compile'd function: trace the original
+            source = AttrSource(self.source, "_tinydynamo_orig") if self.source is not None else None
+            return VariableBuilder(self.tx, source)(value._tinydynamo_orig)
+        if isinstance(value, types.FunctionType):
+            self.guard("ID_MATCH", value)
+            return UserFunctionVariable(value, self.source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            if self.source is not None:  # a bound method is a new object at each access
+                self.tx.output.add_guard(Guard(AttrSource(self.source, "__func__"), "ID_MATCH", value.__func__))
+            return UserMethodVariable(value.__func__, self.wrap_bound_self(value))
+        if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+            if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
+                unsupported(f"the bound builtin method {value.__qualname__}")
+            self.guard("ID_MATCH", value)
+            return BuiltinVariable(value, self.source)
+        if isinstance(value, type):
+            self.guard("ID_MATCH", value)
+            return BuiltinVariable(value) if value.__module__ == "builtins" else TypeVariable(value, self.source)
+        self.guard("TYPE_MATCH", type(value))
+        return UserDefinedObjectVariable(value, self.source)
+
+    def wrap_partial(self, value):
+        self.guard("TYPE_MATCH", functools.partial)
+        part = (lambda name: AttrSource(self.source, name)) if self.source is not None else (lambda name: None)
+        func = VariableBuilder(self.tx, part("func"))(value.func)
+        args = VariableBuilder(self.tx, part("args"))(value.args).unpack_var_sequence(self.tx)
+        keywords = VariableBuilder(self.tx, part("keywords"))(value.keywords).items
+        return FunctoolsPartialVariable(func, args, keywords, self.source)
+
+    def wrap_bound_self(self, method):
+        source = AttrSource(self.source, "__self__") if self.source is not None else None
+        return VariableBuilder(self.tx, source)(method.__self__)

@@ -1,0 +1,301 @@
+"""BuiltinVariable: ``len``, ``isinstance``, ``range``, operators... (book chapter 3).
+
+Every operator the bytecode applies (BINARY_OP, COMPARE_OP, BINARY_SUBSCR...) is turned into a
+call of the matching ``operator`` function on a BuiltinVariable, so there is one place that
+decides what ``a + b`` means:
+
+- if a tensor is involved, it is a graph node (``operator.add(x, y)``);
+- if everything is constant, it is computed now (constant folding);
+- containers have their own meaning (tuple + tuple, list * 2, ``x in d``).
+
+The other builtins have a ``call_<name>`` method each. Builtins with side effects (``print``,
+``id``, ``open``...) are Unsupported.
+"""
+import operator
+
+from ..exc import Unsupported, unsupported
+from ..guards import Guard
+from .base import NullVariable, VariableTracker
+from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
+from .dicts import ConstDictVariable
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .misc import UserDefinedObjectVariable
+from .tensor import TensorVariable, trace_op
+
+BINARY_OPERATORS = {
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+    operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+    operator.rshift, operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
+    operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift,
+    operator.irshift,
+}
+UNARY_OPERATORS = {operator.neg, operator.pos, operator.invert, operator.abs, abs}
+# Builtins without side effects: called right away when all their arguments are constants.
+PURE_BUILTINS = {
+    abs, all, any, bin, bool, chr, complex, divmod, float, format, hash, hex, int, len, max, min, oct,
+    ord, pow, repr, round, sorted, str, sum, tuple, list, dict, range, slice, isinstance, issubclass,
+}
+FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
+SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", id: "id()", open: "open()",
+                        input: "input()", setattr: "setattr()", delattr: "delattr()",
+                        globals: "globals()", locals: "locals()", vars: "vars()", exec: "exec()",
+                        eval: "eval()"}
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        if self.fn in BINARY_OPERATORS or self.fn in UNARY_OPERATORS:
+            return self.call_operator(tx, args)
+        if self.fn in HANDLERS:
+            return getattr(self, f"call_{self.fn.__name__}")(tx, *args, **kwargs)
+        if self.foldable(args, kwargs):
+            return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
+                                      **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        if self.fn in SIDE_EFFECT_BUILTINS:
+            unsupported(SIDE_EFFECT_BUILTINS[self.fn])
+        unsupported(f"builtin {getattr(self.fn, '__qualname__', self.fn)} with arguments {args}")
+
+    def foldable(self, args, kwargs):
+        pure = self.fn in PURE_BUILTINS or getattr(self.fn, "__module__", None) in FOLDABLE_MODULES
+        return pure and all(a.is_python_constant() for a in [*args, *kwargs.values()])
+
+    # --- operators ---------------------------------------------------------------------------
+
+    def call_operator(self, tx, args):
+        if any(isinstance(a, TensorVariable) for a in args):
+            return trace_op(tx, "call_function", self.fn, args, {})
+        if all(a.is_python_constant() for a in args):
+            return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))
+        if len(args) == 2:
+            result = sequence_operator(tx, self.fn, *args)
+            if result is not None:
+                return result
+            if self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
+                return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
+        unsupported(f"operator {self.fn.__name__} on {args}")
+
+    def call_getitem(self, tx, obj, index):
+        return obj.call_method(tx, "__getitem__", [index], {})
+
+    def call_setitem(self, tx, obj, index, value):
+        return obj.call_method(tx, "__setitem__", [index, value], {})
+
+    def call_delitem(self, tx, obj, index):
+        return obj.call_method(tx, "__delitem__", [index], {})
+
+    def call_contains(self, tx, container, item):
+        if isinstance(container, TensorVariable):
+            unsupported("`in` on a tensor (data-dependent)")
+        if container.is_python_constant() and item.is_python_constant():
+            return ConstantVariable(fold(operator.contains, container.as_python_constant(),
+                                         item.as_python_constant()))
+        return container.call_method(tx, "__contains__", [item], {})
+
+    def call_not_(self, tx, value):
+        return ConstantVariable(not value.truthy(tx))
+
+    def call_truth(self, tx, value):
+        return ConstantVariable(value.truthy(tx))
+
+    def call_is_(self, tx, a, b):
+        return ConstantVariable(is_same(tx, a, b))
+
+    def call_is_not(self, tx, a, b):
+        return ConstantVariable(not is_same(tx, a, b))
+
+    # --- builtins ------------------------------------------------------------------------------
+
+    def call_len(self, tx, obj):
+        return obj.call_method(tx, "__len__", [], {})
+
+    def call_isinstance(self, tx, obj, classes):
+        cls = classes.as_python_constant()
+        try:
+            return ConstantVariable(isinstance(obj.python_object(), cls))
+        except Unsupported:
+            return ConstantVariable(issubclass(obj.python_type(), cls))
+
+    def call_getattr(self, tx, obj, name, default=None):
+        if default is not None and not has_attr(tx, obj, name.as_python_constant()):
+            return default
+        return obj.var_getattr(tx, name.as_python_constant())
+
+    def call_hasattr(self, tx, obj, name):
+        return ConstantVariable(has_attr(tx, obj, name.as_python_constant()))
+
+    def call_callable(self, tx, obj):
+        try:
+            return ConstantVariable(callable(obj.python_object()))
+        except Unsupported:
+            return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
+
+    def call_type(self, tx, obj):
+        from .misc import TypeVariable
+
+        return TypeVariable(obj.python_type())
+
+    def call_range(self, tx, *args):
+        return RangeVariable(fold(range, *[a.as_python_constant() for a in args]))
+
+    def call_slice(self, tx, *args):
+        return SliceVariable(fold(slice, *[a.as_python_constant() for a in args]))
+
+    def call_iter(self, tx, obj):
+        if isinstance(obj, ListIteratorVariable):
+            return obj
+        return ListIteratorVariable(obj.unpack_var_sequence(tx))
+
+    def call_next(self, tx, iterator, default=None):
+        if not isinstance(iterator, ListIteratorVariable):
+            unsupported(f"next() of {iterator}")
+        item = iterator.next_item()
+        if item is None and default is None:
+            unsupported("StopIteration at trace time")
+        return item if item is not None else default
+
+    def call_enumerate(self, tx, seq, start=None):
+        first = start.as_python_constant() if start is not None else 0
+        return ListIteratorVariable(TupleVariable([ConstantVariable(i), item])
+                                    for i, item in enumerate(seq.unpack_var_sequence(tx), first))
+
+    def call_zip(self, tx, *seqs, strict=None):
+        columns = [s.unpack_var_sequence(tx) for s in seqs]
+        if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
+            unsupported("zip(strict=True) of sequences of different lengths (ValueError)")
+        return ListIteratorVariable(TupleVariable(list(row)) for row in zip(*columns))
+
+    def call_reversed(self, tx, seq):
+        return ListIteratorVariable(reversed(seq.unpack_var_sequence(tx)))
+
+    def call_map(self, tx, fn, *seqs):
+        rows = zip(*[s.unpack_var_sequence(tx) for s in seqs])
+        return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in rows])
+
+    def call_filter(self, tx, fn, seq):
+        keep = []
+        for item in seq.unpack_var_sequence(tx):
+            test = item if isinstance(fn, ConstantVariable) else fn.call_function(tx, [item], {})
+            if test.truthy(tx):
+                keep.append(item)
+        return ListIteratorVariable(keep)
+
+    def call_tuple(self, tx, seq=None):
+        return TupleVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
+
+    def call_list(self, tx, seq=None):
+        return ListVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
+
+    def call_dict(self, tx, mapping=None, **kwargs):
+        items = {}
+        if isinstance(mapping, ConstDictVariable):
+            items.update(mapping.items)
+        elif mapping is not None:
+            for pair in mapping.unpack_var_sequence(tx):
+                key, value = pair.unpack_var_sequence(tx)
+                items[key.as_python_constant()] = value
+        items.update(kwargs)
+        return ConstDictVariable(items)
+
+    def call_bool(self, tx, value=None):
+        return ConstantVariable(False if value is None else value.truthy(tx))
+
+    def call_sum(self, tx, seq, start=None):
+        total = start if start is not None else ConstantVariable(0)
+        for item in seq.unpack_var_sequence(tx):
+            total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
+        return total
+
+    def call_min(self, tx, *args):
+        return self.min_max(tx, min, args)
+
+    def call_max(self, tx, *args):
+        return self.min_max(tx, max, args)
+
+    def min_max(self, tx, fn, args):
+        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if any(isinstance(i, TensorVariable) for i in items):
+            unsupported(f"{fn.__name__}() of tensors (it compares values: data-dependent)")
+        return wrap_constant(fold(fn, [i.as_python_constant() for i in items]))
+
+    def call_all(self, tx, seq):
+        return ConstantVariable(all(i.truthy(tx) for i in seq.unpack_var_sequence(tx)))
+
+    def call_any(self, tx, seq):
+        return ConstantVariable(any(i.truthy(tx) for i in seq.unpack_var_sequence(tx)))
+
+    def call_super(self, tx, *args):
+        from .misc import SuperVariable
+
+        if not args:
+            return tx.zero_arg_super()
+        return SuperVariable(args[0].as_python_constant(), args[1])
+
+    def __repr__(self):
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+# The builtins and operators with a ``call_<name>`` method above.
+HANDLERS = {
+    len, isinstance, getattr, hasattr, callable, type, range, slice, iter, next, enumerate, zip,
+    reversed, map, filter, tuple, list, dict, bool, sum, min, max, all, any, super,
+    operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
+    operator.truth, operator.is_, operator.is_not,
+}
+
+
+def sequence_operator(tx, fn, a, b):
+    """``+``, ``*`` and ``+=`` on tuples and lists; None if they do not apply."""
+    if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) \
+            and isinstance(b, BaseListVariable) and a.python_cls is b.python_cls:
+        if fn is operator.iadd and isinstance(a, ListVariable):
+            a.method_extend(tx, b)
+            return a
+        return type(a)(a.items + b.items)
+    if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
+        return type(a)(a.items * b.as_python_constant())
+    return None
+
+
+def is_same(tx, a, b):
+    """``a is b`` for trackers: one tracker per object, or the same real object. The answer
+    about a plain object from the frame's inputs is only valid for that object: ID_MATCH it."""
+    if a is b:
+        return True
+    if isinstance(a, NullVariable) or isinstance(b, NullVariable):
+        return False
+    try:
+        same = a.python_object() is b.python_object()
+    except Unsupported:
+        return False
+    for var in (a, b):
+        if isinstance(var, UserDefinedObjectVariable) and var.source is not None:
+            tx.output.add_guard(Guard(var.source, "ID_MATCH", var.value))
+    return same
+
+
+def compares_by_identity(var):
+    """Objects without their own ``__eq__`` (modules, functions, enum members...): == is ``is``."""
+    try:
+        return type(var.python_object()).__eq__ is object.__eq__
+    except Unsupported:
+        return False
+
+
+def has_attr(tx, obj, name):
+    if isinstance(obj, TensorVariable):
+        return hasattr(obj.example_value, name)
+    try:
+        return hasattr(obj.python_object(), name)
+    except Unsupported:
+        return hasattr(obj.python_type(), name)

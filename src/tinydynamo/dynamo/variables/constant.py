@@ -1,0 +1,102 @@
+"""ConstantVariable: immutable Python values known at trace time (book chapter 3).
+
+Ints, floats, strings, None, dtypes, devices, ``torch.Size``... Anything the bytecode computes
+from constants alone is computed right away ("constant folding"), so ``x.shape[0] * 2`` or
+``if self.training:`` never reach the graph. ``RangeVariable`` and ``SliceVariable`` are the
+constant ``range`` and ``slice`` objects.
+"""
+import types
+
+import torch
+
+from ..exc import unsupported
+from .base import VariableTracker
+
+CONSTANT_TYPES = (
+    int, float, bool, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
+    torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, range, slice,
+    torch.finfo, torch.iinfo,
+    types.CodeType,  # LOAD_CONST of a nested function's code, before MAKE_FUNCTION
+)
+
+
+def is_constant_value(value):
+    if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size):
+        return all(is_constant_value(v) for v in value)
+    return type(value) in CONSTANT_TYPES
+
+
+def fold(fn, *args, **kwargs):
+    """Run ``fn`` on constants now; if it raises, eager code would too, so do not capture it."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        unsupported(f"{getattr(fn, '__qualname__', fn)} raised {type(e).__name__}: {e} at trace time")
+
+
+class ConstantVariable(VariableTracker):
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        assert is_constant_value(value), value
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def var_getattr(self, tx, name):
+        attr = fold(getattr, self.value, name)
+        if callable(attr):
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        return wrap_constant(attr)
+
+    def call_method(self, tx, name, args, kwargs):
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"{type(self.value).__name__}.{name} with non-constant arguments")
+        method = fold(getattr, self.value, name)
+        consts = [a.as_python_constant() for a in args]
+        kwconsts = {k: v.as_python_constant() for k, v in kwargs.items()}
+        return wrap_constant(fold(method, *consts, **kwconsts))
+
+    def unpack_var_sequence(self, tx):
+        if not isinstance(self.value, (tuple, str, range, bytes)):
+            unsupported(f"iterating over {type(self.value).__name__}")
+        return [wrap_constant(v) for v in self.value]
+
+    def reconstruct(self, codegen):
+        codegen.load_const(self.value)
+
+    def __repr__(self):
+        return f"ConstantVariable({self.value!r})"
+
+
+class RangeVariable(ConstantVariable):
+    """A ``range`` with constant bounds; iterating over it unrolls the loop."""
+
+
+class SliceVariable(ConstantVariable):
+    """A ``slice`` with constant bounds, as in ``x[1:-1]``."""
+
+
+def wrap_constant(value):
+    """The tracker for a constant computed at trace time (containers get container trackers)."""
+    from .dicts import ConstDictVariable
+    from .lists import ListVariable, TupleVariable
+
+    if type(value) is tuple:
+        return TupleVariable([wrap_constant(v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_constant(v) for v in value])
+    if type(value) is dict:
+        return ConstDictVariable({k: wrap_constant(v) for k, v in value.items()})
+    if type(value) is range:
+        return RangeVariable(value)
+    if type(value) is slice:
+        return SliceVariable(value)
+    if not is_constant_value(value):
+        unsupported(f"a value of type {type(value).__name__} computed at trace time")
+    return ConstantVariable(value)

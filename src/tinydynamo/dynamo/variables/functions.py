@@ -1,0 +1,219 @@
+"""User functions: inlined, never called (book chapter 3,
+"Symbolic execution").
+
+When the frame calls a Python function, Dynamo does not call it: it binds the arguments
+(trackers) to the callee's parameters and runs the callee's bytecode in an
+``InliningInstructionTranslator`` that appends to the same graph. So ``helper(x)`` and
+``self.fc1(x)`` disappear into one graph.
+
+- ``UserFunctionVariable``: a real function object (a global ``helper``, a method's function).
+- ``UserMethodVariable``: a function plus the ``self`` it is bound to.
+- ``NestedUserFunctionVariable``: a function created by MAKE_FUNCTION while tracing (a closure,
+  a lambda, 3.11's list comprehensions); its defaults and cells are trackers.
+- ``CellVariable``: one closure cell.
+"""
+import functools
+import inspect
+import types
+
+from ..exc import unsupported
+from ..source import AttrSource, GetItemSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class CellVariable(VariableTracker):
+    """A closure cell: made while tracing (holds a tracker), or a real cell read on first use."""
+
+    def __init__(self, contents=None, real_cell=None, source=None):
+        super().__init__(source)
+        self.contents = contents
+        self.real_cell = real_cell
+
+    def get(self, tx):
+        if self.contents is None and self.real_cell is not None:
+            try:
+                value = self.real_cell.cell_contents
+            except ValueError:
+                unsupported("reading a free variable before it is assigned")
+            from .builder import VariableBuilder
+
+            self.contents = VariableBuilder(tx, self.source)(value)
+        if self.contents is None:
+            unsupported("reading a free variable before it is assigned")
+        return self.contents
+
+    def set(self, value):
+        if self.real_cell is not None:
+            unsupported("assigning to a nonlocal variable of a function defined outside the frame")
+        self.contents = value
+
+
+class BaseUserFunctionVariable(VariableTracker):
+    """Something whose call is inlined: subclasses give its code, globals, defaults and cells."""
+
+    def call_function(self, tx, args, kwargs):
+        return tx.inline_user_function(self, args, kwargs)
+
+    def python_type(self):
+        return types.FunctionType
+
+    def bind_args(self, tx, args, kwargs):
+        return bind_args(self.get_code(), self.fn_name(), args, kwargs,
+                         self.get_defaults(tx), self.get_kwdefaults(tx))
+
+
+class UserFunctionVariable(BaseUserFunctionVariable):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_object(self):
+        return self.fn
+
+    def get_code(self):
+        return self.fn.__code__
+
+    def get_globals(self):
+        return self.fn.__globals__
+
+    def fn_name(self):
+        return self.fn.__qualname__
+
+    def get_defaults(self, tx):
+        return [wrap_default(tx, d) for d in self.fn.__defaults__ or ()]
+
+    def get_kwdefaults(self, tx):
+        return {k: wrap_default(tx, d) for k, d in (self.fn.__kwdefaults__ or {}).items()}
+
+    def closure_cells(self, tx):
+        cells = []
+        for i, cell in enumerate(self.fn.__closure__ or ()):
+            source = None
+            if self.source is not None:
+                source = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
+            cells.append(CellVariable(real_cell=cell, source=source))
+        return cells
+
+    def var_getattr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        unsupported(f"attribute {name!r} of function {self.fn.__qualname__}")
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.fn.__qualname__})"
+
+
+class UserMethodVariable(UserFunctionVariable):
+    """``obj.method``: calling it inlines ``method(obj, ...)``."""
+
+    def __init__(self, fn, obj, source=None):
+        super().__init__(fn, source)
+        self.obj = obj
+
+    def call_function(self, tx, args, kwargs):
+        return tx.inline_user_function(self, [self.obj, *args], kwargs)
+
+    def python_type(self):
+        return types.MethodType
+
+    def python_object(self):
+        unsupported("the identity of a bound method")
+
+
+class NestedUserFunctionVariable(BaseUserFunctionVariable):
+    """A function made by MAKE_FUNCTION during tracing."""
+
+    def __init__(self, code, f_globals, defaults, kwdefaults, closure):
+        super().__init__()
+        self.code = code
+        self.f_globals = f_globals
+        self.defaults = defaults  # list of trackers
+        self.kwdefaults = kwdefaults  # dict name -> tracker
+        self.closure = closure  # list of CellVariable, in co_freevars order
+
+    def python_object(self):
+        unsupported("the identity of a function created inside the compiled frame")
+
+    def get_code(self):
+        return self.code
+
+    def get_globals(self):
+        return self.f_globals
+
+    def fn_name(self):
+        return self.code.co_qualname
+
+    def get_defaults(self, tx):
+        return self.defaults
+
+    def get_kwdefaults(self, tx):
+        return self.kwdefaults
+
+    def closure_cells(self, tx):
+        return self.closure
+
+    def __repr__(self):
+        return f"NestedUserFunctionVariable({self.code.co_qualname})"
+
+
+class FunctoolsPartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **keywords)``: calling it calls ``fn`` with them first."""
+
+    def __init__(self, func, args, keywords, source=None):
+        super().__init__(source)
+        self.func = func
+        self.args = args
+        self.keywords = keywords
+
+    def python_type(self):
+        return functools.partial
+
+    def call_function(self, tx, args, kwargs):
+        return self.func.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+
+def wrap_default(tx, value):
+    """Default values are read as constants (only an unusual program mutates __defaults__)."""
+    from .builder import VariableBuilder
+
+    return VariableBuilder(tx, None)(value)
+
+
+def bind_args(code, fn_name, args, kwargs, defaults, kwdefaults):
+    """Match call arguments to parameters the way CPython does: {parameter name: tracker}."""
+    nargs, nkwonly = code.co_argcount, code.co_kwonlyargcount
+    positional = code.co_varnames[:nargs]
+    kwonly = code.co_varnames[nargs:nargs + nkwonly]
+    rest = iter(code.co_varnames[nargs + nkwonly:])
+    star_args = next(rest) if code.co_flags & inspect.CO_VARARGS else None
+    star_kwargs = next(rest) if code.co_flags & inspect.CO_VARKEYWORDS else None
+
+    bound = dict(zip(positional, args))
+    extra = list(args[nargs:])
+    if extra and star_args is None:
+        unsupported(f"TypeError at trace time: {fn_name}() got {len(args)} positional arguments")
+    extra_kwargs = {}
+    for name, value in kwargs.items():
+        if (name in positional[code.co_posonlyargcount:] or name in kwonly) and name not in bound:
+            bound[name] = value
+        elif star_kwargs is not None and name not in bound:
+            extra_kwargs[name] = value
+        else:
+            unsupported(f"TypeError at trace time: {fn_name}() got an unexpected or repeated argument {name!r}")
+    for name, default in zip(positional[nargs - len(defaults):], defaults):
+        bound.setdefault(name, default)
+    for name in kwonly:
+        if name not in bound and name in kwdefaults:
+            bound[name] = kwdefaults[name]
+    missing = [n for n in positional + kwonly if n not in bound]
+    if missing:
+        unsupported(f"TypeError at trace time: {fn_name}() missing arguments {missing}")
+    from .dicts import ConstDictVariable
+    from .lists import TupleVariable
+
+    if star_args is not None:
+        bound[star_args] = TupleVariable(extra)
+    if star_kwargs is not None:
+        bound[star_kwargs] = ConstDictVariable(extra_kwargs)
+    return bound

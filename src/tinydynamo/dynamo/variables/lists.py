@@ -1,0 +1,180 @@
+"""TupleVariable, ListVariable and the iterator FOR_ITER walks (book chapter 3).
+
+Their items are trackers, so a tuple may hold tensors (``q, k, v = x.split(C, dim=2)``).
+Lists built inside the frame are mutated in place; lists that came from the frame's inputs
+(they have a source) are not: mutating them would be a side effect visible to the caller,
+which this compiler does not replay, so it is Unsupported.
+"""
+from ..exc import unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable, fold
+
+
+class BaseListVariable(VariableTracker):
+    python_cls = None  # tuple or list
+
+    def __init__(self, items, source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self):
+        return self.python_cls
+
+    def as_python_constant(self):
+        return self.python_cls(item.as_python_constant() for item in self.items)
+
+    def python_object(self):
+        unsupported(f"the identity of {self}")
+
+    def unpack_var_sequence(self, tx):
+        return list(self.items)
+
+    def truthy(self, tx):
+        return bool(self.items)
+
+    def rebuilt(self, items):
+        """A new container of the same kind (a slice of this one, a concatenation...)."""
+        return type(self)(items)
+
+    def call_method(self, tx, name, args, kwargs):
+        handler = getattr(self, f"method_{name.strip('_')}", None)
+        if handler is None or kwargs:
+            unsupported(f"{self.python_cls.__name__}.{name}")
+        return handler(tx, *args)
+
+    def method_getitem(self, tx, index):
+        if not isinstance(index, ConstantVariable):
+            unsupported(f"indexing a {self.python_cls.__name__} with {index}")
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return self.rebuilt(self.items[key])
+        return fold(self.items.__getitem__, key)
+
+    def method_len(self, tx):
+        return ConstantVariable(len(self.items))
+
+    def method_contains(self, tx, value):
+        return ConstantVariable(value.as_python_constant() in self.as_python_constant())
+
+    def method_index(self, tx, value):
+        return ConstantVariable(fold(self.as_python_constant().index, value.as_python_constant()))
+
+    def method_count(self, tx, value):
+        return ConstantVariable(self.as_python_constant().count(value.as_python_constant()))
+
+    def reconstruct(self, codegen):
+        if self.source is not None:  # the caller's very object, unchanged
+            return self.source.reconstruct(codegen)
+        for item in self.items:
+            codegen(item)
+        codegen.append(self.BUILD_OP, arg=len(self.items))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseListVariable):
+    python_cls = tuple
+    BUILD_OP = "BUILD_TUPLE"
+
+    def __init__(self, items, source=None, tuple_cls=tuple):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls  # a namedtuple or torch.return_types class, or tuple
+
+    def python_type(self):
+        return self.tuple_cls
+
+    def fields(self):
+        return getattr(self.tuple_cls, "__match_args__", None) or getattr(self.tuple_cls, "_fields", ())
+
+    def var_getattr(self, tx, name):
+        if name in self.fields():
+            return self.items[self.fields().index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        if self.tuple_cls is tuple or self.source is not None:
+            return super().reconstruct(codegen)
+        # torch.return_types.max((values, indices)) / Point._make((x, y))
+        make = self.tuple_cls._make if hasattr(self.tuple_cls, "_make") else self.tuple_cls
+        codegen.load_const(make, push_null=True)
+        super().reconstruct(codegen)
+        codegen.call(1)
+
+
+class ListVariable(BaseListVariable):
+    python_cls = list
+    BUILD_OP = "BUILD_LIST"
+
+    def mutable(self, what):
+        if self.source is not None:
+            unsupported(f"mutating the list {self.source.name()} that came from the caller ({what})")
+
+    def method_append(self, tx, value):
+        self.mutable("append")
+        self.items.append(value)
+        return ConstantVariable(None)
+
+    def method_extend(self, tx, values):
+        self.mutable("extend")
+        self.items.extend(values.unpack_var_sequence(tx))
+        return ConstantVariable(None)
+
+    def method_insert(self, tx, index, value):
+        self.mutable("insert")
+        self.items.insert(index.as_python_constant(), value)
+        return ConstantVariable(None)
+
+    def method_pop(self, tx, index=None):
+        self.mutable("pop")
+        return fold(self.items.pop, -1 if index is None else index.as_python_constant())
+
+    def method_reverse(self, tx):
+        self.mutable("reverse")
+        self.items.reverse()
+        return ConstantVariable(None)
+
+    def method_clear(self, tx):
+        self.mutable("clear")
+        self.items.clear()
+        return ConstantVariable(None)
+
+    def method_copy(self, tx):
+        return ListVariable(self.items)
+
+    def method_setitem(self, tx, index, value):
+        self.mutable("item assignment")
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            fold(self.items.__setitem__, key, value.unpack_var_sequence(tx))
+        else:
+            fold(self.items.__setitem__, key, value)
+        return ConstantVariable(None)
+
+    def method_delitem(self, tx, index):
+        self.mutable("del")
+        fold(self.items.__delitem__, index.as_python_constant())
+        return ConstantVariable(None)
+
+
+class ListIteratorVariable(VariableTracker):
+    """``iter(...)`` of anything iterable at trace time: the items are known, loops unroll."""
+
+    def __init__(self, items):
+        super().__init__()
+        self.items = list(items)
+        self.index = 0
+
+    def next_item(self):
+        """The next item, or None when exhausted (FOR_ITER then leaves the loop)."""
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack_var_sequence(self, tx):
+        rest, self.index = self.items[self.index:], len(self.items)
+        return rest
+
+    def python_type(self):
+        return type(iter([]))

@@ -1,0 +1,120 @@
+"""NNModuleVariable: an ``nn.Module`` met while tracing (book chapter 3,
+"Symbolic execution").
+
+Calling a module inlines ``type(module).forward`` with ``self`` bound to this tracker, so a whole
+model becomes one graph. Its parameters and buffers, read as ``self.fc1.weight``, become graph
+inputs named after their source (``L['self'].fc1.weight``), as Dynamo does when it inlines
+built-in nn modules. Each module met is guarded by identity (ID_MATCH); the attributes that
+forward reads (``self.training``, ``self.eps``...) get their own guards when read.
+
+Module hooks would run code around ``forward`` that this tracer does not see: Unsupported.
+Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, measured
+and iterated; a LENGTH_CHECK guard keeps their length fixed.
+"""
+import torch
+
+from ..exc import unsupported
+from ..guards import Guard
+from ..source import AttrSource, GetItemSource
+from .base import VariableTracker
+from .constant import ConstantVariable, wrap_constant
+from .functions import UserMethodVariable
+from .misc import GetAttrVariable, static_attribute
+
+SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
+MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                "_global_backward_pre_hooks")
+
+
+class NNModuleVariable(VariableTracker):
+    def __init__(self, module, source):
+        super().__init__(source)
+        self.module = module
+
+    def python_object(self):
+        return self.module
+
+    def python_type(self):
+        return type(self.module)
+
+    def child_source(self, key):
+        return GetItemSource(self.source, key)
+
+    def var_getattr(self, tx, name):
+        from .builder import VariableBuilder
+
+        module, source = self.module, AttrSource(self.source, name)
+        if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+            return GetAttrVariable(self, name)  # answered by call_method, not inlined
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in module.__dict__.get(table, {}):
+                return VariableBuilder(tx, source)(module.__dict__[table][name])
+        return static_attribute(tx, self, module, name, source)
+
+    def call_function(self, tx, args, kwargs):
+        module = self.module
+        if any(getattr(module, h, None) for h in MODULE_HOOKS) or \
+                any(getattr(torch.nn.modules.module, h) for h in GLOBAL_HOOKS):
+            unsupported(f"nn.Module hooks on {type(module).__name__}")
+        if "forward" in module.__dict__:
+            unsupported(f"{type(module).__name__} instance with its own forward attribute")
+        forward = type(module).forward
+        return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+
+    def call_method(self, tx, name, args, kwargs):
+        module = self.module
+        if name == "__len__" and not args:
+            return ConstantVariable(self.guarded_len(tx))
+        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict,)):
+            return self.getitem(tx, args[0].as_python_constant())
+        if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+            return self.dict_view(tx, name)
+        if name == "__contains__" and isinstance(module, torch.nn.ModuleDict):
+            return ConstantVariable(args[0].as_python_constant() in self.guarded_keys(tx))
+        return super().call_method(tx, name, args, kwargs)
+
+    def getitem(self, tx, key):
+        from .builder import VariableBuilder
+
+        if isinstance(key, slice):
+            unsupported(f"slicing a {type(self.module).__name__} (it builds a new module)")
+        if isinstance(self.module, torch.nn.ModuleDict):
+            self.guarded_keys(tx)
+        else:
+            key = range(self.guarded_len(tx))[key]  # negative indexes count from the end
+        return VariableBuilder(tx, self.child_source(key))(self.module[key])
+
+    def guarded_len(self, tx):
+        tx.output.add_guard(Guard(self.source, "LENGTH_CHECK", len(self.module)))
+        return len(self.module)
+
+    def guarded_keys(self, tx):
+        tx.output.add_guard(Guard(AttrSource(self.source, "_modules"), "DICT_KEYS", list(self.module.keys())))
+        return list(self.module.keys())
+
+    def dict_view(self, tx, name):
+        from .lists import ListVariable, TupleVariable
+
+        keys = self.guarded_keys(tx)
+        values = [self.getitem(tx, k) for k in keys]
+        if name == "keys":
+            return ListVariable([wrap_constant(k) for k in keys])
+        if name == "values":
+            return ListVariable(values)
+        return ListVariable([TupleVariable([wrap_constant(k), v]) for k, v in zip(keys, values)])
+
+    def unpack_var_sequence(self, tx):
+        if isinstance(self.module, SEQUENCE_CONTAINERS):
+            return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
+        if isinstance(self.module, torch.nn.ModuleDict):
+            return [wrap_constant(k) for k in self.guarded_keys(tx)]
+        unsupported(f"iterating over a {type(self.module).__name__}")
+
+    def truthy(self, tx):
+        if isinstance(self.module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict,)):
+            return self.guarded_len(tx) > 0
+        return True
+
+    def __repr__(self):
+        return f"NNModuleVariable({type(self.module).__name__}, {self.source.name()})"

@@ -1,0 +1,273 @@
+"""TensorVariable, and how a torch call becomes a graph node (book chapter 3,
+"Symbolic execution").
+
+A ``TensorVariable`` holds three things:
+
+- ``proxy``: the ``torch.fx.Proxy`` of the graph node that computes it (a placeholder for inputs);
+- ``example_value``: a *meta* tensor with the same shape, stride, dtype and requires_grad.
+  Meta tensors have metadata but no data, so running an op on them costs nothing and tells us
+  the result's shape without computing it. This is how shapes become Python constants
+  (``x.shape[0]``) that the rest of the frame can branch on;
+- ``device``: the real device (the example lives on "meta").
+
+``trace_op`` is the one place a torch function, Tensor method or operator is recorded: run it on
+the example values, add the FX node, and wrap the result (Dynamo calls this ``wrap_fx_proxy``).
+"""
+import operator
+
+import torch
+
+from ..exc import unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_value, wrap_constant
+
+# Tensor methods whose result depends on the data, or that act outside the graph.
+UNSUPPORTED_METHODS = {
+    "item": "Tensor.item() reads a value out of the tensor (data-dependent)",
+    "tolist": "Tensor.tolist() reads values out of the tensor (data-dependent)",
+    "numpy": "Tensor.numpy() leaves torch (data-dependent)",
+    "__bool__": "a data-dependent branch on a tensor (Tensor.__bool__)",
+    "__int__": "int() of a tensor (data-dependent)",
+    "__float__": "float() of a tensor (data-dependent)",
+    "__index__": "using a tensor as an index (data-dependent)",
+    "data_ptr": "Tensor.data_ptr()",
+    "backward": "Tensor.backward() inside the compiled region",
+    "register_hook": "Tensor.register_hook()",
+    "retain_grad": "Tensor.retain_grad()",
+    "untyped_storage": "Tensor.untyped_storage()",
+    "storage": "Tensor.storage()",
+}
+UNSUPPORTED_ATTRIBUTES = ("grad", "data", "grad_fn", "is_leaf", "_base", "_version")
+TENSOR_VALUED_ATTRIBUTES = ("T", "mT", "H", "mH", "real", "imag")
+DEVICE_METHODS = ("to", "cuda", "cpu")
+INPLACE_OPERATORS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+    operator.ilshift, operator.irshift, operator.setitem,
+}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, proxy, example_value, device, source=None, python_cls=torch.Tensor):
+        super().__init__(source)
+        self.proxy = proxy
+        self.example_value = example_value
+        self.device = device
+        self.python_cls = python_cls
+
+    def python_type(self):
+        return self.python_cls
+
+    def python_object(self):
+        unsupported("the identity of a tensor")
+
+    def var_getattr(self, tx, name):
+        if name == "device":
+            return ConstantVariable(self.device)
+        if name in ("is_cuda", "is_cpu", "is_meta"):
+            return ConstantVariable(self.device.type == name[3:])
+        if name in UNSUPPORTED_ATTRIBUTES:
+            unsupported(f"Tensor.{name}")
+        if name in TENSOR_VALUED_ATTRIBUTES:
+            return trace_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if callable(getattr(torch.Tensor, name, None)):
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        if not hasattr(self.example_value, name):
+            unsupported(f"AttributeError at trace time: a tensor has no attribute {name!r}")
+        value = getattr(self.example_value, name)
+        if not is_constant_value(value):
+            unsupported(f"Tensor attribute {name!r}")
+        return wrap_constant(value)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in UNSUPPORTED_METHODS:
+            unsupported(UNSUPPORTED_METHODS[name])
+        if name == "__len__":
+            return ConstantVariable(len(self.example_value))
+        if name == "get_device":
+            return ConstantVariable(self.device.index if self.device.type != "cpu" else -1)
+        if name == "type" and not args and not kwargs:
+            unsupported("Tensor.type() without arguments (its answer names the device)")
+        if name == "__getitem__":
+            return trace_op(tx, "call_function", operator.getitem, [self, *args], kwargs)
+        if name == "__setitem__":
+            return trace_op(tx, "call_function", operator.setitem, [self, *args], kwargs)
+        return trace_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def unpack_var_sequence(self, tx):
+        return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {})
+                for i in range(len(self.example_value))]
+
+    def truthy(self, tx):
+        unsupported(UNSUPPORTED_METHODS["__bool__"])
+
+    def __repr__(self):
+        name = self.source.name() if self.source else self.proxy.node.name
+        return f"TensorVariable({name}, {tuple(self.example_value.shape)}, {self.example_value.dtype})"
+
+
+# --- recording an op ---------------------------------------------------------------------------
+
+
+def trace_op(tx, kind, target, args, kwargs):
+    """Record ``target(*args, **kwargs)`` ("call_function") or ``args[0].target(...)``
+    ("call_method") in the graph and return a tracker for its result."""
+    device = result_device(kind, target, args, kwargs)
+    example = run_on_meta(kind, target, args, kwargs)
+    mutates = is_inplace(kind, target, kwargs)
+    if not contains_tensor(example) and not mutates:
+        if example is None:
+            unsupported(f"{describe(kind, target)} returns None: a side effect outside the graph")
+        return wrap_constant(example)  # metadata (x.size(), x.dim()...) is a constant: no node
+    proxy = tx.output.create_proxy(kind, target, tuple(map_trackers(args, as_proxy)),
+                                   map_trackers(kwargs, as_proxy))
+    proxy.node.meta["example_value"] = example
+    tensors = [v for v in flatten_trackers([args, kwargs]) if isinstance(v, TensorVariable)]
+    return wrap_result(tx, proxy, example, device, tensors)
+
+
+def run_on_meta(kind, target, args, kwargs):
+    """Compute the result's metadata by running the op on meta tensors."""
+    margs, mkwargs = map_trackers(args, as_example), map_trackers(kwargs, as_example)
+    if "device" in mkwargs:
+        mkwargs["device"] = "meta"
+    if kind == "call_method" and target in DEVICE_METHODS:
+        target, margs = "to", [margs[0], *[a for a in margs[1:] if not is_device_like(a)]]
+        mkwargs.pop("non_blocking", None)
+        mkwargs.pop("device", None)
+    try:
+        with torch.device("meta"):  # factory functions without device= create meta tensors too
+            if kind == "call_method":
+                return getattr(margs[0], target)(*margs[1:], **mkwargs)
+            return target(*margs, **mkwargs)
+    except Exception as e:
+        unsupported(f"{describe(kind, target)} failed on meta tensors ({type(e).__name__}: {e}); "
+                    "it is data-dependent, has no meta kernel, or fails in eager too")
+
+
+def result_device(kind, target, args, kwargs):
+    """The real device of the result: ``device=``, ``.to(...)``, else the inputs', else default."""
+    if "device" in kwargs and kwargs["device"].as_python_constant() is not None:
+        return torch.device(kwargs["device"].as_python_constant())
+    if kind == "call_method" and target == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    if kind == "call_method" and target == "cpu":
+        return torch.device("cpu")
+    if kind == "call_method" and target == "to":
+        for arg in args[1:]:
+            if isinstance(arg, TensorVariable):
+                return arg.device
+            if arg.is_python_constant() and is_device_like(arg.as_python_constant()):
+                return torch.device(arg.as_python_constant())
+    devices = [v.device for v in flatten_trackers([args, kwargs]) if isinstance(v, TensorVariable)]
+    if devices:
+        return next((d for d in devices if d.type != "cpu"), devices[0])
+    return torch.get_default_device()
+
+
+def wrap_result(tx, proxy, example, device, inputs):
+    if isinstance(example, torch.Tensor):
+        for var in inputs:  # an in-place op (or x.contiguous(), x.to(x.dtype)) returns its input
+            if var.example_value is example and var.device == device:
+                return var
+        if any(var.example_value is example for var in inputs):
+            example = example.clone()  # a device change returns a new tensor in eager
+        return TensorVariable(proxy, example, device)
+    if isinstance(example, (tuple, list)):
+        items = []
+        for i, item in enumerate(example):
+            item_proxy = None
+            if isinstance(item, torch.Tensor):
+                item_proxy = tx.output.create_proxy("call_function", operator.getitem, (proxy, i), {})
+                item_proxy.node.meta["example_value"] = item
+            items.append(wrap_result(tx, item_proxy, item, device, inputs))
+        from .lists import ListVariable, TupleVariable
+
+        return ListVariable(items) if isinstance(example, list) else TupleVariable(items, tuple_cls=type(example))
+    if is_constant_value(example):
+        return wrap_constant(example)
+    unsupported(f"an op returning {type(example).__name__}")
+
+
+def is_inplace(kind, target, kwargs):
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    if target in INPLACE_OPERATORS:
+        return True
+    if "inplace" in kwargs and kwargs["inplace"].is_python_constant():
+        return bool(kwargs["inplace"].as_python_constant())
+    return name.endswith("_") and not name.startswith("_")
+
+
+def is_device_like(value):
+    if isinstance(value, torch.device):
+        return True
+    if isinstance(value, str):
+        try:
+            torch.device(value)
+        except RuntimeError:
+            return False
+        return True
+    return False
+
+
+def describe(kind, target):
+    if kind == "call_method":
+        return f"Tensor.{target}"
+    return f"{getattr(target, '__module__', None) or ''}.{getattr(target, '__name__', target)}".lstrip(".")
+
+
+# --- walking nested arguments --------------------------------------------------------------------
+
+
+def as_proxy(var):
+    return var.proxy if isinstance(var, TensorVariable) else None
+
+
+def as_example(var):
+    return var.example_value if isinstance(var, TensorVariable) else None
+
+
+def map_trackers(value, leaf_fn):
+    """Rebuild nested args (lists, tuples, dicts of trackers) with each tensor mapped by
+    ``leaf_fn`` and every other leaf replaced by its Python constant."""
+    from .dicts import ConstDictVariable
+    from .lists import BaseListVariable
+
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_trackers(v, leaf_fn) for v in value)
+    if isinstance(value, dict):
+        return {k: map_trackers(v, leaf_fn) for k, v in value.items()}
+    if isinstance(value, TensorVariable):
+        return leaf_fn(value)
+    if isinstance(value, BaseListVariable):
+        return value.python_cls(map_trackers(v, leaf_fn) for v in value.items)
+    if isinstance(value, ConstDictVariable):
+        return {k: map_trackers(v, leaf_fn) for k, v in value.items.items()}
+    if value.is_python_constant():
+        return value.as_python_constant()
+    unsupported(f"passing {value} to a torch function")
+
+
+def flatten_trackers(value):
+    from .dicts import ConstDictVariable
+    from .lists import BaseListVariable
+
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in flatten_trackers(v)]
+    if isinstance(value, dict):
+        return flatten_trackers(list(value.values()))
+    if isinstance(value, BaseListVariable):
+        return flatten_trackers(value.items)
+    if isinstance(value, ConstDictVariable):
+        return flatten_trackers(list(value.items.values()))
+    return [value]
+
+
+def contains_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(contains_tensor(v) for v in value)
+    return False

@@ -1,0 +1,135 @@
+"""torch functions, and grad-mode context managers (book chapter 3).
+
+``TorchFunctionVariable`` is any callable of the torch namespace (``torch.relu``,
+``torch.nn.functional.gelu``, ``torch.cat``...). Calling it records ONE graph node, whether it
+is written in C or in Python (``F.softmax`` is not inlined: the node calls it at run time).
+A few torch functions touch state outside the graph (the RNG seed, default dtype, autograd
+itself): those are Unsupported.
+
+``GradModeVariable`` is ``torch.no_grad()`` / ``torch.enable_grad()`` /
+``torch.set_grad_enabled(mode)``: entering or leaving it records
+``torch._C._set_grad_enabled(mode)`` in the graph, and switches grad mode while tracing too.
+"""
+import functools
+import types
+
+import torch
+
+from ..exc import unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable, fold, wrap_constant
+from .tensor import trace_op
+
+SIDE_EFFECT_FUNCTIONS = {
+    "manual_seed", "seed", "initial_seed", "set_rng_state", "get_rng_state", "set_default_dtype",
+    "set_default_device", "set_default_tensor_type", "use_deterministic_algorithms",
+    "set_printoptions", "save", "load", "compile", "backward", "grad",
+}
+SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.distributed",
+                       "torch._dynamo", "torch.compiler", "torch.utils.data")
+
+
+@functools.cache
+def _torch_namespace_ids():
+    namespaces = [torch, torch.nn.functional, torch.linalg, torch.fft, torch.special, torch._C._nn,
+                  torch._C._VariableFunctions]
+    values = [getattr(ns, name, None) for ns in namespaces for name in dir(ns)]
+    return {id(v) for v in values if callable(v) and not isinstance(v, type)}
+
+
+def is_torch_callable(value):
+    """A function (C or Python) that belongs to torch, not a class or a module."""
+    if isinstance(value, type) or not callable(value):
+        return False
+    if id(value) in _torch_namespace_ids():
+        return True
+    if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co
+        return True
+    module = getattr(value, "__module__", None) or ""
+    is_function = isinstance(value, (types.FunctionType, types.BuiltinFunctionType,
+                                     types.MethodDescriptorType, types.WrapperDescriptorType))
+    return is_function and (module == "torch" or module.startswith("torch."))
+
+
+class TorchFunctionVariable(VariableTracker):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_object(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        name = getattr(self.fn, "__name__", "")
+        module = getattr(self.fn, "__module__", None) or ""
+        if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
+            unsupported(f"{module}.{name}: it acts on state outside the graph")
+        if self.fn is torch.is_grad_enabled:
+            tx.output.add_global_state_guard("GRAD_MODE")
+            return ConstantVariable(torch.is_grad_enabled())
+        if self.fn is torch.get_default_dtype:
+            tx.output.add_global_state_guard("DEFAULT_DTYPE")
+            return ConstantVariable(torch.get_default_dtype())
+        return trace_op(tx, "call_function", self.fn, args, kwargs)
+
+    def __repr__(self):
+        return f"TorchFunctionVariable({getattr(self.fn, '__qualname__', self.fn)})"
+
+
+class GradModeVariable(VariableTracker):
+    CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+    def __init__(self, mode, prior):
+        super().__init__()
+        self.mode = mode  # grad mode inside the block
+        self.prior = prior  # grad mode to restore on exit (known once switched)
+
+    @staticmethod
+    def create(tx, cls, args):
+        prior = torch.is_grad_enabled()
+        if cls is torch.set_grad_enabled:  # switches at construction, like the real one
+            mode = args[0].as_python_constant()
+            GradModeVariable.switch(tx, mode)
+            return GradModeVariable(mode, prior)
+        if args:
+            unsupported(f"{cls.__name__} with arguments")
+        return GradModeVariable(cls is torch.enable_grad, None)
+
+    @staticmethod
+    def switch(tx, mode):
+        tx.output.create_proxy("call_function", torch._C._set_grad_enabled, (mode,), {})
+        torch._C._set_grad_enabled(mode)
+
+    def enter(self, tx):
+        if self.prior is None:  # no_grad() / enable_grad() switch on entry
+            self.prior = torch.is_grad_enabled()
+            GradModeVariable.switch(tx, self.mode)
+        return ConstantVariable(None)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__exit__":
+            GradModeVariable.switch(tx, self.prior)
+            return ConstantVariable(None)
+        unsupported(f"grad mode {name}")
+
+    def var_getattr(self, tx, name):
+        if name == "__exit__":
+            from .misc import GetAttrVariable
+
+            return GetAttrVariable(self, name)
+        unsupported(f"attribute {name!r} of a grad mode context manager")
+
+
+def constant_constructor(cls, args, kwargs):
+    """``torch.device("cpu")``, ``torch.Size([2, 3])``: constants built from constants."""
+    if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        unsupported(f"{cls.__name__}(...) with non-constant arguments")
+    value = fold(cls, *[a.as_python_constant() for a in args],
+                 **{k: v.as_python_constant() for k, v in kwargs.items()})
+    return wrap_constant(value)
+
+
+constant_constructor.CLASSES = (torch.device, torch.Size, torch.dtype, torch.finfo, torch.iinfo)

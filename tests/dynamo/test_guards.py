@@ -1,0 +1,441 @@
+"""Guards are sound in both directions, for every guard kind:
+
+- change what a guard checks -> the frame is recompiled, never run with a stale graph;
+- call again with equal inputs -> the cached code runs (a cache hit, no recompile).
+
+Each test calls a compiled function several times and compares every result with eager.
+"""
+import contextlib
+import gc
+import io
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+
+import tinydynamo
+import tinydynamo.dynamo as dynamo
+from tinydynamo import config
+from tinydynamo.dynamo import eval_frame
+
+
+class Checker:
+    """Calls ``fn`` compiled and eagerly, compares, and says whether it (re)compiled."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.compiled = dynamo.compile(fn, backend="eager")
+
+    def __call__(self, *args):
+        before = tinydynamo.stats()["frames_compiled"]
+        torch.testing.assert_close(self.compiled(*args), self.fn(*args))
+        return tinydynamo.stats()["frames_compiled"] - before  # 1 if this call compiled
+
+
+def stats():
+    return tinydynamo.stats()
+
+
+# --- TENSOR_MATCH ---------------------------------------------------------------------------------
+
+
+def add_one(x):
+    return x + 1
+
+
+def test_equal_tensors_hit_the_cache():
+    check = Checker(add_one)
+    assert check(torch.randn(3)) == 1
+    assert check(torch.randn(3)) == 0
+    assert check(torch.randn(3)) == 0
+    assert stats()["cache_hits"] == 2 and stats()["recompiles"] == 0
+
+
+@pytest.mark.parametrize("changed", [
+    torch.randn(4),  # shape
+    torch.randn(3, dtype=torch.float64),  # dtype
+    torch.randn(3, requires_grad=True),  # requires_grad
+    torch.randn(6)[::2],  # stride
+    torch.nn.Parameter(torch.randn(3)),  # type
+], ids=["shape", "dtype", "requires_grad", "stride", "type"])
+def test_tensor_property_change_recompiles(changed):
+    check = Checker(add_one)
+    assert check(torch.randn(3)) == 1
+    assert check(changed) == 1
+    assert stats()["recompiles"] == 1
+    assert check(torch.randn(3)) == 0  # the first entry still serves the first kind
+
+
+def test_device_change_recompiles():
+    compiled = dynamo.compile(add_one, backend="eager")
+    compiled(torch.randn(3))
+    out = compiled(torch.randn(3, device="meta"))
+    assert out.device.type == "meta" and out.shape == (3,)
+    assert stats()["recompiles"] == 1
+
+
+def test_unused_input_is_not_guarded():
+    def f(x, unused):
+        return x + 1
+
+    check = Checker(f)
+    assert check(torch.randn(3), torch.randn(2)) == 1
+    assert check(torch.randn(3), "anything at all") == 0
+
+
+# --- CONSTANT_MATCH -------------------------------------------------------------------------------
+
+
+def scale_by(x, k):
+    return x * k
+
+
+@pytest.mark.parametrize("first, second", [(2, 3), (2, 2.0), (True, 1), ("a", "b"), (None, 0)])
+def test_constant_argument_change_recompiles(first, second):
+    def f(x, k):
+        return x + (0 if k is None else len(k) if isinstance(k, str) else k)
+
+    check = Checker(f)
+    assert check(torch.randn(3), first) == 1
+    assert check(torch.randn(3), first) == 0
+    assert check(torch.randn(3), second) == 1
+
+
+GAIN = 2.0
+
+
+def uses_global(x):
+    return x * GAIN
+
+
+def test_global_constant_change_recompiles():
+    global GAIN
+    check = Checker(uses_global)
+    assert check(torch.randn(3)) == 1
+    GAIN = 5.0
+    try:
+        assert check(torch.randn(3)) == 1  # not the stale graph with 2.0 in it
+        assert check(torch.randn(3)) == 0
+    finally:
+        GAIN = 2.0
+
+
+def make_closure():
+    k = 2
+
+    def f(x):
+        return x * k
+
+    def set_k(value):
+        nonlocal k
+        k = value
+
+    return f, set_k
+
+
+def test_closure_cell_contents_change_recompiles():
+    f, set_k = make_closure()
+    check = Checker(f)
+    assert check(torch.randn(3)) == 1
+    set_k(7)
+    assert check(torch.randn(3)) == 1
+    assert check(torch.randn(3)) == 0
+
+
+def test_two_closures_of_one_code_object_each_compile():
+    f2, _ = make_closure()
+    f3, set_k = make_closure()
+    set_k(3)
+    check2, check3 = Checker(f2), Checker(f3)
+    assert check2(torch.randn(3)) == 1
+    assert check3(torch.randn(3)) == 1
+
+
+class Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.act(x) * self.scale
+
+
+def test_module_attribute_constant_change_recompiles():
+    model = Gated()
+    check = Checker(model)
+    assert check(torch.randn(3)) == 1
+    model.scale = 3.0
+    assert check(torch.randn(3)) == 1
+
+
+# --- the training flag --------------------------------------------------------------------------------
+
+
+def test_training_flag_change_recompiles():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    check = Checker(model)
+    x = torch.randn(8, 4)
+    assert check(x) == 1
+    model.eval()
+    assert check(x) == 1  # batch norm reads self.training: eval uses the running statistics
+    assert check(x) == 0
+    model.train()
+    assert check(x) == 0  # the first entry again
+
+
+def test_compiled_module_eval_changes_the_original():
+    model = nn.Dropout(0.5)
+    compiled = dynamo.compile(model, backend="eager")
+    compiled.eval()
+    assert not model.training
+    x = torch.randn(10)
+    torch.testing.assert_close(compiled(x), x)
+
+
+# --- ID_MATCH and TYPE_MATCH ---------------------------------------------------------------------------
+
+
+def test_swapping_a_submodule_recompiles():
+    model = Gated()
+    check = Checker(model)
+    assert check(torch.randn(3)) == 1
+    model.act = nn.Tanh()
+    assert check(torch.randn(3)) == 1
+    model.act = nn.ReLU()  # a different ReLU object: ID_MATCH sees a new module
+    assert check(torch.randn(3)) == 1
+
+
+def helper(x):
+    return x + 1
+
+
+def uses_helper(x):
+    return helper(x)
+
+
+def test_swapping_a_global_function_recompiles():
+    global helper
+    original = helper
+    check = Checker(uses_helper)
+    assert check(torch.randn(3)) == 1
+    helper = lambda x: x * 10  # noqa: E731
+    try:
+        assert check(torch.randn(3)) == 1
+    finally:
+        helper = original
+
+
+class A:
+    value = 1
+
+
+class B:
+    value = 1
+
+
+def test_object_type_change_recompiles():
+    def f(x, obj):
+        return x + obj.value
+
+    check = Checker(f)
+    assert check(torch.randn(3), A()) == 1
+    assert check(torch.randn(3), A()) == 0  # same type, same attribute values
+    assert check(torch.randn(3), B()) == 1
+
+
+def test_list_becoming_tuple_recompiles():
+    def f(xs):
+        return xs[0] + xs[1]
+
+    check = Checker(f)
+    assert check([torch.randn(3), torch.randn(3)]) == 1
+    assert check((torch.randn(3), torch.randn(3))) == 1
+
+
+# --- LENGTH_CHECK and DICT_KEYS ------------------------------------------------------------------
+
+
+def test_list_length_change_recompiles():
+    def f(xs):
+        return sum(xs)
+
+    check = Checker(f)
+    assert check([torch.randn(3)] * 2) == 1
+    assert check([torch.randn(3)] * 3) == 1
+
+
+def test_module_list_growing_recompiles():
+    layers = nn.ModuleList([nn.Linear(3, 3)])
+
+    def f(x):
+        for layer in layers:
+            x = layer(x)
+        return x
+
+    check = Checker(f)
+    assert check(torch.randn(3)) == 1
+    layers.append(nn.Linear(3, 3))
+    assert check(torch.randn(3)) == 1
+
+
+def test_dict_keys_change_recompiles():
+    def f(d):
+        return sum(d.values())
+
+    check = Checker(f)
+    assert check({"a": torch.randn(3)}) == 1
+    assert check({"a": torch.randn(3)}) == 0
+    assert check({"a": torch.randn(3), "b": torch.randn(3)}) == 1
+
+
+# --- DUPLICATE_INPUT and NO_ALIASING -------------------------------------------------------------------
+
+
+def test_untying_weights_recompiles():
+    model = nn.Module()
+    model.a = nn.Linear(3, 3)
+    model.b = nn.Linear(3, 3)
+    model.b.weight = model.a.weight
+
+    def f(m, x):
+        return m.a(x) + m.b(x)
+
+    check = Checker(f)
+    assert check(model, torch.randn(3)) == 1
+    placeholders = len([n for n in dynamo.explain(f)(model, torch.randn(3)).graphs[0].graph.nodes
+                        if n.op == "placeholder"])
+    assert placeholders == 4  # a.weight (= b.weight), a.bias, b.bias, x
+    model.b.weight = nn.Parameter(torch.randn(3, 3))
+    assert check(model, torch.randn(3)) == 1
+
+
+def test_aliased_inputs_of_a_mutating_graph_recompile():
+    def f(a, b):
+        a.add_(1)
+        return a + b
+
+    compiled = dynamo.compile(f, backend="eager")
+    x, y = torch.zeros(3), torch.zeros(3)
+    torch.testing.assert_close(compiled(x, y), torch.full((3,), 1.0))
+    z = torch.zeros(3)
+    torch.testing.assert_close(compiled(z, z), torch.full((3,), 2.0))  # eager: b sees the add_
+    assert stats()["recompiles"] == 1
+
+
+# --- GRAD_MODE and DEFAULT_DTYPE -----------------------------------------------------------------------
+
+
+def test_grad_mode_change_recompiles():
+    check = Checker(add_one)
+    x = torch.randn(3, requires_grad=True)
+    assert check(x) == 1
+    with torch.no_grad():
+        assert check(x) == 1
+        assert not dynamo.compile(add_one, backend="eager")(x).requires_grad
+
+
+def test_default_dtype_change_recompiles():
+    def f(x):
+        return x + torch.ones(3)  # ones' dtype is the default dtype
+
+    check = Checker(f)
+    assert check(torch.randn(3)) == 1
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert check(torch.randn(3, dtype=torch.float32)) == 1
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def test_reading_the_default_dtype_is_guarded():
+    def f(x):
+        return x * torch.get_default_dtype().itemsize
+
+    check = Checker(f)
+    assert check(torch.randn(3)) == 1
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert check(torch.randn(3, dtype=torch.float32)) == 1
+    finally:
+        torch.set_default_dtype(previous)
+
+
+class Mode:
+    pass
+
+
+TRAIN, EVAL = Mode(), Mode()
+
+
+def test_identity_comparison_of_an_object_is_guarded():
+    def f(x, mode):
+        return x + 1 if mode is TRAIN else x - 1
+
+    check = Checker(f)
+    assert check(torch.randn(3), TRAIN) == 1
+    assert check(torch.randn(3), TRAIN) == 0
+    assert check(torch.randn(3), EVAL) == 1  # same type, but `is TRAIN` no longer holds
+
+
+# --- values that are inputs, not constants ----------------------------------------------------------
+
+
+def test_parameter_updates_are_seen_without_recompiling():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    check = Checker(model)
+    x = torch.randn(3)
+    assert check(x) == 1
+    with torch.no_grad():
+        model.weight.mul_(2)
+    assert check(x) == 0  # same parameter object, new values: the graph reads it every call
+
+
+def test_a_dead_module_drops_its_entries():
+    def f(m, x):
+        return m(x)
+
+    compiled = dynamo.compile(f, backend="eager")
+    model = nn.Linear(3, 3)
+    compiled(model, torch.randn(3))
+    entries = eval_frame.get_cache_entries(f.__code__)
+    assert len(entries) == 1
+    del model
+    gc.collect()
+    assert entries == []  # its id() may be reused by a new module: the entry must not match it
+
+
+# --- the cache size limit ---------------------------------------------------------------------------
+
+
+def test_cache_size_limit_falls_back_to_eager_with_a_warning():
+    check = Checker(add_one)
+    with config.patch(cache_size_limit=2):
+        assert check(torch.randn(1)) == 1
+        assert check(torch.randn(2)) == 1
+        with pytest.warns(UserWarning, match=r"add_one.*cache_size_limit=2.*shape"):
+            assert check(torch.randn(3)) == 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # warned once only
+            assert check(torch.randn(4)) == 0
+    assert check(torch.randn(1)) == 0  # earlier entries keep working
+    assert stats()["fallbacks"] == 1
+
+
+def test_recompile_log_names_the_failed_guard():
+    check = Checker(add_one)
+    check(torch.randn(3))
+    err = io.StringIO()
+    tinydynamo.set_logs("recompiles")
+    try:
+        with contextlib.redirect_stderr(err):
+            check(torch.randn(5))
+    finally:
+        tinydynamo.set_logs("")
+    assert "recompiling add_one" in err.getvalue()
+    assert "x.shape == (3,)" in err.getvalue() and "TENSOR_MATCH L['x']" in err.getvalue()
