@@ -340,6 +340,12 @@ eval_frame_hook(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals != NULL) {
         return previous_eval_frame(tstate, frame, throwflag);
     }
+    /* Another evaluator installed on top of ours (torch.compile running
+       inside a tinydynamo frame) hands us the frames it leaves alone; they
+       belong to its compiled region, so we step aside until it is gone. */
+    if (_PyInterpreterState_GetEvalFrameFunc(tstate->interp) != eval_frame_hook) {
+        return previous_eval_frame(tstate, frame, throwflag);
+    }
     if (FRAME_CODE(frame) == running_replacement) {
         running_replacement = NULL;  /* only this one frame */
         return previous_eval_frame(tstate, frame, throwflag);

@@ -55,7 +55,13 @@ class VariableTracker:
         unsupported(f"calling {self}")
 
     def call_method(self, tx, name, args, kwargs):
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+        from .misc import GetAttrVariable
+
+        method = self.var_getattr(tx, name)
+        if isinstance(method, GetAttrVariable) and method.obj is self:
+            # var_getattr only wrapped the name: no subclass knows how to run this method.
+            unsupported(f"calling method {name!r} of {self}")
+        return method.call_function(tx, args, kwargs)
 
     def unpack_var_sequence(self, tx):
         unsupported(f"iterating over {self}")
