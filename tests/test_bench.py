@@ -16,6 +16,10 @@ def test_quick_run_writes_results(tmp_path, capsys):
     eager = workload["variants"]["eager"]
     assert eager["error"] is None and eager["median_s"] > 0 and eager["speedup"] == 1.0
     assert workload["variants"]["torch.compile"]["median_s"] > 0
+    tinydynamo_result = workload["variants"]["tinydynamo"]
+    assert tinydynamo_result["error"] is None, tinydynamo_result["error"]
+    assert tinydynamo_result["median_s"] > 0
+    assert data["summary"]["call_overhead"]["tinydynamo_over_torch_compile"] is not None
     assert data["copy_bandwidth_gbps"] > 0
     assert "| (h) call overhead" in capsys.readouterr().out
     assert (tmp_path / json_path.name.replace(".json", ".md")).exists()

@@ -5,6 +5,7 @@ reported as compile time). Then the variants take turns: in each round every var
 of calls, so slow phases of a shared machine hit all of them; the median over rounds is reported.
 """
 import dataclasses
+import functools
 import math
 import statistics
 import time
@@ -51,8 +52,10 @@ def compile_variant(variant, target, backend):
 
 
 def make_call(workload: Workload, fn, args):
-    """The zero-argument call that is timed."""
+    """The zero-argument call that is timed (an inference run of a module is under no_grad)."""
     if not workload.training:
+        if not isinstance(fn, torch.nn.Module):
+            return functools.partial(fn, *args)
 
         def forward():
             with torch.no_grad():
@@ -87,6 +90,12 @@ def copy_bandwidth(device, quick, rounds):
     return 2 * src.numel() * src.element_size() / statistics.median(samples) / 1e9
 
 
+def _tinydynamo_graphs():
+    import tinydynamo
+
+    return tinydynamo.stats()["graphs"]
+
+
 def _check(reference, result):
     try:
         torch.testing.assert_close(result, reference, rtol=1e-3, atol=1e-3)
@@ -102,12 +111,15 @@ def prepare(workload, variant, device, quick, reference):
         target, args = workload.build(device, quick)
         call = make_call(workload, compile_variant(variant, target, workload.compile_backend), args)
         sync = synchronizer(device)
+        graphs_before = _tinydynamo_graphs()
         start = time.perf_counter()
         out = call()
         sync()
         result.first_call_s = time.perf_counter() - start
         if reference is not None:
             result.error = _check(reference, out)
+        if variant == "tinydynamo" and _tinydynamo_graphs() == graphs_before:
+            result.error = "tinydynamo captured no graph: the function ran eagerly"
         return call, result, out
     except Exception as e:  # noqa: BLE001 - a failing variant is reported in the table, not hidden
         result.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -45,7 +45,8 @@ SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen")
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 TORCH_MODULES_DIR = os.path.join(TORCH_DIR, "nn", "modules") + os.sep
 TINYDYNAMO_DIR = os.path.dirname(tinydynamo.__file__) + os.sep
-TESTING_DIR = os.path.join(TINYDYNAMO_DIR, "testing") + os.sep
+# tinydynamo's own user-level code: the model zoo, benchmark workloads, assignment corpora.
+USER_CODE_DIRS = tuple(os.path.join(TINYDYNAMO_DIR, d) + os.sep for d in ("testing", "bench", "course"))
 STDLIB_DIRS = tuple({sysconfig.get_paths()["stdlib"] + os.sep, sysconfig.get_paths()["platstdlib"] + os.sep})
 
 touched_codes = weakref.WeakSet()  # every code object whose co_extra we wrote (for reset)
@@ -62,7 +63,7 @@ def skip_reason(code):
         return "generated code"
     if file.startswith(TORCH_DIR):
         return None if file.startswith(TORCH_MODULES_DIR) and code.co_name == "forward" else "torch"
-    if file.startswith(TINYDYNAMO_DIR) and not file.startswith(TESTING_DIR):
+    if file.startswith(TINYDYNAMO_DIR) and not file.startswith(USER_CODE_DIRS):
         return "tinydynamo"
     if file.startswith(STDLIB_DIRS) and "site-packages" not in file:
         return "the standard library"
