@@ -53,3 +53,37 @@ def test_tinydynamo_after_torch_compile_and_explain():
     compiled = tinydynamo.compile(_double, backend="eager")
     torch.testing.assert_close(compiled(torch.ones(3)), torch.full((3,), 2.0))
     assert tinydynamo.stats()["graphs"] == 1
+
+
+LEAKED_HOOK_SCENARIO = """
+import torch, tinydynamo
+
+def bad_backend(gm, example_inputs):
+    raise ValueError("boom")
+
+try:  # a failing backend leaves PyTorch's frame evaluator installed (torch 2.13)
+    torch.compile(lambda x: x + 1, backend=bad_backend)(torch.ones(2))
+except Exception:
+    pass
+
+double = torch.compile(lambda x: x * 2, backend="eager")
+
+def outer(x):
+    return double(x) + 1
+
+compiled = tinydynamo.compile(outer, backend="eager")
+for _ in range(3):
+    torch.testing.assert_close(compiled(torch.ones(3)), torch.full((3,), 3.0))
+print("ok")
+"""
+
+
+def test_two_hooks_never_hand_frames_back_and_forth():
+    """Regression: with PyTorch's hook left installed below ours and installed again above ours,
+    each hook passed the frames it left alone to the other, forever. Run in a subprocess so that a
+    hang is a timeout, not a stuck test run."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", LEAKED_HOOK_SCENARIO], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-2000:]

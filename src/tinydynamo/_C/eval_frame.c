@@ -131,9 +131,11 @@ static _Thread_local PyCodeObject *running_replacement = NULL;
 static int threads_with_callback = 0;
 
 /* The frame evaluator that was installed before ours: normally CPython's
-   own, but another PEP 523 user (torch._dynamo) may have installed one.
-   Frames the hook leaves alone go to it, so both hooks keep working. */
-static _PyFrameEvalFunction previous_eval_frame = _PyEval_EvalFrameDefault;
+   own, but another PEP 523 user (torch._dynamo) may have left one there.
+   It is put back when ours is uninstalled. Frames the hook leaves alone go
+   to CPython's evaluator, never to another hook: two hooks that hand each
+   other frames can cycle forever. */
+static _PyFrameEvalFunction evaluator_before_ours = _PyEval_EvalFrameDefault;
 
 /* Which co_extra slot is ours (every code object has a small array of
    such slots for tools like us), and the marker for "never intercept". */
@@ -338,28 +340,29 @@ eval_frame_hook(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
        with a locals mapping (module code, class bodies, exec). */
     if (callback == NULL || in_callback || throwflag ||
         frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals != NULL) {
-        return previous_eval_frame(tstate, frame, throwflag);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     /* Another evaluator installed on top of ours (torch.compile running
-       inside a tinydynamo frame) hands us the frames it leaves alone; they
-       belong to its compiled region, so we step aside until it is gone. */
+       inside a tinydynamo frame) may hand us the frames it leaves alone;
+       they belong to its compiled region, so we step aside until it is
+       gone. */
     if (_PyInterpreterState_GetEvalFrameFunc(tstate->interp) != eval_frame_hook) {
-        return previous_eval_frame(tstate, frame, throwflag);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     if (FRAME_CODE(frame) == running_replacement) {
         running_replacement = NULL;  /* only this one frame */
-        return previous_eval_frame(tstate, frame, throwflag);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     void *extra = code_extra(FRAME_CODE(frame));
     if (extra == SKIP) {
-        return previous_eval_frame(tstate, frame, throwflag);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     Py_INCREF(callback);  /* the callback may replace itself */
     PyObject *choice = choose_code(frame, callback, (PyObject *)extra);
     Py_DECREF(callback);
     if (choice == Py_None) {
         Py_DECREF(choice);
-        return previous_eval_frame(tstate, frame, throwflag);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     /* The hook answers the call itself: run the replacement (unless the
        lookup or callback raised), then free the frame. */
@@ -382,16 +385,16 @@ set_hook_installed(int installed)
     PyInterpreterState *interp = PyInterpreterState_Get();
     _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
     if (installed && current != eval_frame_hook) {
-        previous_eval_frame = current;  /* chain to whoever was there */
+        evaluator_before_ours = current;
         _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame_hook);
     }
     else if (!installed && current == eval_frame_hook) {
-        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval_frame);
-        previous_eval_frame = _PyEval_EvalFrameDefault;
+        _PyInterpreterState_SetEvalFrameFunc(interp, evaluator_before_ours);
+        evaluator_before_ours = _PyEval_EvalFrameDefault;
     }
-    /* If another evaluator was installed on top of ours, it chains to ours
-       and will put ours back when it is done; ours then passes every frame
-       on, since no thread has a callback. */
+    /* If another evaluator was installed on top of ours, it may call ours
+       for frames it leaves alone; ours then steps aside (see the hook) and
+       runs them with CPython's evaluator. */
 }
 
 static PyObject *
