@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test pytest check-assignments book assignments grade test-hook bench demo clean
+.PHONY: install test test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ pytest: install
 # The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13; 3.11 runs in pytest.
 test-hook: install
 	tools/test_hook.sh
+
+# The dynamo tests under pyenv's CPython 3.12 (not in CI: torch for 3.12 is a large CUDA build from PyPI).
+PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
+VENV312 := build/venv-3.12
+test-py312:
+	test -x $(VENV312)/bin/python || $(firstword $(PY312)) -m venv $(VENV312)
+	$(VENV312)/bin/python -m pip install -q -e '.[dev]'
+	$(VENV312)/bin/python setup.py -q build_ext --inplace
+	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
 check-assignments: install
 	$(PY) -m tinydynamo.course.check

@@ -60,7 +60,8 @@ def check_assignment(name, tmp):
     solution = nbt.autograde(course, name, "solution", sorted((course / "solutions" / name).glob("*.ipynb")))
     untouched = nbt.autograde(course, name, "untouched", sorted(generated.glob("*.ipynb")))
     print(f"{name}: solution notebook\n{nbt.format_table(solution)}")
-    print(f"{name}: untouched release\n{nbt.format_table(untouched)}")
+    print(f"{name}: untouched release scores {sum(s.score for s in untouched):g}/"
+          f"{sum(s.max_score for s in untouched):g}")
     problems += [f"solution loses points on {s.test}: {s.message}" for s in solution if s.score < s.max_score]
     problems += [f"untouched release scores on {s.test}" for s in untouched if s.score > 0]
     if not solution:

@@ -11,6 +11,7 @@ Reading order, following one call of a compiled function:
     source.py, guards.py where inputs come from, and when the result may be reused
     output_graph.py      the FX graph, its inputs, calling the backend
     codegen.py           the transformed bytecode
+    resume_execution.py  graph breaks: resume functions, the rest of a frame after a break
     explain.py           explain(): what was captured, and why not more
 """
 from .convert_frame import reset

@@ -85,6 +85,22 @@ def is_jump(inst):
     return inst.opcode in dis.hasjrel or inst.opcode in dis.hasjabs
 
 
+def copy_instructions(instructions):
+    """New Instruction objects for ``instructions``, with jump targets and exception handlers
+    pointing into the copy, so it can be edited without touching the original (chapter 5)."""
+    copies = {inst: dataclasses.replace(inst) for inst in instructions}
+    entries = {}
+    for copy in copies.values():
+        if copy.target is not None:
+            copy.target = copies[copy.target]
+        entry = copy.exn_tab_entry
+        if entry is not None:
+            if entry not in entries:
+                entries[entry] = ExceptionTableEntry(copies[entry.target], entry.depth, entry.lasti)
+            copy.exn_tab_entry = entries[entry]
+    return list(copies.values())
+
+
 def cache_entries(opname):
     """How many inline CACHE code units follow this instruction."""
     return opcode._inline_cache_entries[dis.opmap[opname]]

@@ -10,7 +10,9 @@ After tracing, the frame is replaced by code that
        their source, constants are LOAD_CONST, tuples/lists/dicts are rebuilt around them.
 
 ``codegen(var)`` emits the instructions that push ``var``; trackers know how to reconstruct
-themselves (``VariableTracker.reconstruct``) using the small helpers below.
+themselves (``VariableTracker.reconstruct``) using the small helpers below. At a graph break
+(chapter 5) the same helpers rebuild the value stack and the locals, and ``make_function``
+creates the resume function that continues the frame.
 """
 import sys
 
@@ -20,11 +22,13 @@ PY312 = sys.version_info >= (3, 12)
 
 
 class PyCodegen:
-    def __init__(self, positions=None):
+    def __init__(self, positions=None, f_globals=None):
         self.instructions = []
+        self.f_globals = f_globals  # the globals of the transformed frame
         self.positions = positions  # source position given to every emitted instruction
         self.graph_outputs = {}  # TensorVariable -> index in the graph's output tuple
         self.graph_output_local = "___graph_outputs"  # the local holding the graph's output tuple
+        self.rebuilt = {}  # list or dict built by the frame -> the local that holds it once rebuilt
 
     def __call__(self, var):
         """Emit code that pushes the value ``var`` stands for."""
@@ -32,8 +36,14 @@ class PyCodegen:
             self.load_fast(self.graph_output_local)
             self.load_const(self.graph_outputs[var])
             self.append("BINARY_SUBSCR")
+        elif var in self.rebuilt:
+            self.load_fast(self.rebuilt[var])
         else:
             var.reconstruct(self)
+            if has_identity(var):  # rebuilt once, so that `ys = xs` still names one list
+                self.rebuilt[var] = f"___rebuilt{len(self.rebuilt)}"
+                self.append("COPY", arg=1)
+                self.store_fast(self.rebuilt[var])
 
     def append(self, opname, **kwargs):
         self.instructions.append(create_instruction(opname, positions=self.positions, **kwargs))
@@ -58,6 +68,26 @@ class PyCodegen:
     def load_attr(self, name):
         self.append("LOAD_ATTR", argval=name, arg=0)
 
+    def push_null(self):
+        self.append("PUSH_NULL")
+
+    def call_constant(self, fn, *args):
+        """Call ``fn(*args)`` (all known now, stored as constants); its result stays pushed."""
+        self.load_const(fn, push_null=True)
+        for arg in args:
+            self.load_const(arg)
+        self.call(len(args))
+
+    def make_function(self, code):
+        """Push a new function running ``code``, with this frame's globals and, if ``code`` has
+        free variables, this frame's closure cells (they have the same names)."""
+        for name in code.co_freevars:
+            self.append("LOAD_CLOSURE", argval=name)
+        if code.co_freevars:
+            self.append("BUILD_TUPLE", arg=len(code.co_freevars))
+        self.load_const(code)
+        self.append("MAKE_FUNCTION", arg=0x08 if code.co_freevars else 0)
+
     def call(self, nargs):
         """Call with the [NULL, callable, args...] stack layout of 3.11 and 3.12."""
         if not PY312:
@@ -69,3 +99,10 @@ class PyCodegen:
         if code.co_freevars:
             self.append("COPY_FREE_VARS", arg=len(code.co_freevars))
         self.append("RESUME", arg=0)
+
+
+def has_identity(var):
+    """A list or dict that the frame built: two references to it must stay one object."""
+    from .variables import ConstDictVariable, ListVariable
+
+    return isinstance(var, (ListVariable, ConstDictVariable)) and var.source is None

@@ -4,15 +4,18 @@
 The frame hook calls a ``ConvertFrame`` object (one per compiled wrapper) with the function and
 the frame's argument values when no cache entry of this callback accepts the frame. It
 
-1. skips code that must never be compiled (torch, tinydynamo, the standard library,
-   FX-generated code, generators, comprehension bodies): ``set_skip`` makes the hook ignore it;
+1. skips code that must never be compiled (torch, tinydynamo, the standard library, installed
+   packages that do not compute with tensors, code made by exec/eval such as dataclass
+   ``__init__`` methods, generators, comprehension bodies): ``set_skip`` makes the hook ignore it;
 2. translates the frame (``translate``): trace, compile the graph, build guards and new code;
 3. appends ``(self, guard, new_code)`` to the code object's cache and returns ``new_code``,
    which the hook runs in place of the frame.
 
-If the frame cannot be captured (``Unsupported``) it runs eagerly; a cache entry holding the
-*original* bytecode, guarded by what tracing had checked so far, keeps it from being
-retranslated on every call. With ``fullgraph=True`` the error goes to the user instead.
+Where an instruction cannot be captured, the translator breaks the graph there (chapter 5).
+If a frame cannot be captured at all (``Unsupported``: a break inside a loop or a try block) it
+runs eagerly; a cache entry holding the *original* bytecode, guarded by what tracing had checked
+so far, keeps it from being retranslated on every call. With ``fullgraph=True`` the error goes
+to the user instead.
 Past ``config.cache_size_limit`` entries per code object, the frame runs eagerly (with a warning).
 """
 import dataclasses
@@ -33,15 +36,30 @@ from .._logging import trace_artifact
 from ..utils import counters
 from . import eval_frame
 from .bytecode import assemble
-from .exc import Unsupported
+from .exc import RestartAnalysis, Unsupported
 from .guards import GuardBuilder, watch_ids
 from .output_graph import OutputGraph
+from .resume_execution import ContinueExecutionCache
 from .symbolic_convert import InstructionTranslator
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
 SKIPPED_NAMES = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<module>")
-SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen")
+# Code made by exec/eval (dataclass __init__, namedtuple __new__, FX, guards) and frozen modules.
+SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen", "<string>")
+# Installed packages whose frames are never compiled, as in Dynamo's skip list: libraries that
+# do not compute with tensors, and the tools around a program (packaging, test runners,
+# notebooks). Other installed packages (model libraries) are compiled like user code.
+SKIPPED_PACKAGES = frozenset({
+    "_distutils_hack", "setuptools", "pkg_resources", "pip", "importlib_metadata", "typing_extensions",
+    "numpy", "scipy", "pandas", "sklearn", "sympy", "networkx", "hypothesis", "tqdm", "tabulate",
+    "pytest", "_pytest", "pluggy", "IPython", "ipykernel", "jupyter_client", "jupyter_core", "traitlets",
+    "tornado", "zmq", "comm", "debugpy", "nbformat", "nbclient", "nbconvert", "nbgrader", "myst_nb",
+    "jupyter_book", "sphinx", "docutils", "jinja2", "markupsafe", "triton", "filelock", "fsspec",
+    "matplotlib", "PIL", "onnx", "onnxruntime", "tensorflow", "omegaconf", "dateutil", "anyio",
+    "psutil", "packaging", "platformdirs", "pygments", "prompt_toolkit", "jedi", "parso",
+    "executing", "asttokens", "stack_data", "decorator", "nest_asyncio", "ipywidgets",
+})
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 TORCH_MODULES_DIR = os.path.join(TORCH_DIR, "nn", "modules") + os.sep
 TINYDYNAMO_DIR = os.path.dirname(tinydynamo.__file__) + os.sep
@@ -59,14 +77,33 @@ def skip_reason(code):
         return "generators and coroutines are not compiled"
     if code.co_name in SKIPPED_NAMES:
         return f"{code.co_name} code"
+    if file.startswith(TORCH_MODULES_DIR) and ContinueExecutionCache.original(code, 0)[0].co_name == "forward":
+        return None  # the forward of torch.nn's own modules, called on their own (or its resume functions)
+    return library_file(file)
+
+
+def library_file(file):
+    """Why code in ``file`` is not the user's own (torch, the standard library...), or None."""
     if file.startswith(SKIPPED_PREFIXES):
         return "generated code"
     if file.startswith(TORCH_DIR):
-        return None if file.startswith(TORCH_MODULES_DIR) and code.co_name == "forward" else "torch"
+        return "torch"
     if file.startswith(TINYDYNAMO_DIR) and not file.startswith(USER_CODE_DIRS):
         return "tinydynamo"
     if file.startswith(STDLIB_DIRS) and "site-packages" not in file:
         return "the standard library"
+    if installed_package(file) in SKIPPED_PACKAGES:
+        return f"the installed package {installed_package(file)}"
+    return None
+
+
+def installed_package(file):
+    """The top-level package an installed file belongs to (``numpy`` for
+    ``.../site-packages/numpy/core/x.py``), or None for a file outside site-packages."""
+    parts = file.split(os.sep)
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1].removesuffix(".py")
     return None
 
 
@@ -97,6 +134,7 @@ class CompiledFrame:
 
     code: object  # the transformed code object
     guard: object  # the guard function (with .source)
+    graph_break: Unsupported | None = None  # why the graph was broken, if it was (chapter 5)
 
 
 def dis_text(code):
@@ -105,32 +143,52 @@ def dis_text(code):
     return out.getvalue()
 
 
-def translate(func, args, backend):
+def translate(func, args, backend, one_graph=False):
     """Trace ``func`` called with the frame's ``args``; return a CompiledFrame.
 
-    On Unsupported, the exception carries ``.guard``: the guards checked before tracing
-    stopped (the same inputs would stop it again)."""
+    If the trace meets an instruction it cannot capture, it starts again from the top and this
+    time breaks the graph just before that instruction (chapter 5); with ``one_graph`` the
+    Unsupported error is raised instead. On Unsupported, the exception carries ``.guard``: the
+    guards checked before tracing stopped (the same inputs would stop it again)."""
     code = func.__code__
     trace_artifact("bytecode", lambda: f"original bytecode of {describe(code)}\n{dis_text(code)}")
+    try:
+        output, tracer = trace(func, args, backend, one_graph)
+    except RestartAnalysis as restart:
+        output, tracer = trace(func, args, backend, one_graph, break_at=restart)
+    instructions = tracer.output_instructions
+    new_code = assemble(instructions, code, co_varnames=local_names(code, instructions), co_cellvars=(),
+                        **positional_signature(code, len(args)))
+    guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
+    trace_artifact("bytecode", lambda: f"transformed bytecode of {describe(code)}\n{dis_text(new_code)}")
+    trace_artifact("guards", lambda: f"guards of {describe(code)}\n{guard.source}")
+    return CompiledFrame(new_code, guard, tracer.graph_break)
+
+
+def trace(func, args, backend, one_graph, break_at=None):
+    """One attempt at tracing the frame: its OutputGraph and InstructionTranslator."""
+    code = func.__code__
     output = OutputGraph(code, func.__globals__, backend)
-    tracer = InstructionTranslator(func, args, output)
-    builder = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__)
+    tracer = InstructionTranslator(func, args, output, one_graph, break_at)
     grad_mode = torch.is_grad_enabled()
     try:
         tracer.run()
-        if torch.is_grad_enabled() != grad_mode:
-            raise Unsupported("the frame changes grad mode and does not restore it")
     except Unsupported as e:
-        e.guard = builder.build(output.guards)
+        e.guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
         raise
     finally:
         torch.set_grad_enabled(grad_mode)  # `with torch.no_grad()` switched it while tracing
-    new_code = assemble(tracer.output_instructions, code, co_varnames=code.co_varnames + ("___graph_outputs",),
-                        co_cellvars=(), **positional_signature(code, len(args)))
-    guard = builder.build(output.guards)
-    trace_artifact("bytecode", lambda: f"transformed bytecode of {describe(code)}\n{dis_text(new_code)}")
-    trace_artifact("guards", lambda: f"guards of {describe(code)}\n{guard.source}")
-    return CompiledFrame(new_code, guard)
+    return output, tracer
+
+
+def local_names(code, instructions):
+    """The transformed frame's locals: the original ones, then the ones its new code adds
+    (``___graph_outputs``; at a graph break, ``___stack0``... and the contents of cells)."""
+    names = list(code.co_varnames)
+    for inst in instructions:
+        if inst.opname in ("LOAD_FAST", "STORE_FAST") and inst.argval not in names:
+            names.append(inst.argval)
+    return tuple(names)
 
 
 class ConvertFrame:
@@ -140,7 +198,7 @@ class ConvertFrame:
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
         self.compiled = []  # CompiledFrame of every successful translation
-        self.break_reasons = []  # Unsupported errors of frames that ran eagerly
+        self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
         self.codes = weakref.WeakSet()  # codes holding entries of this callback
         self.warned = weakref.WeakSet()
 
@@ -181,11 +239,12 @@ class ConvertFrame:
 
     def convert(self, func, args, code, entries):
         try:
-            frame = translate(func, args, self.resolve_backend())
+            frame = translate(func, args, self.resolve_backend(), one_graph=self.fullgraph)
         except Unsupported as e:
             if self.fullgraph:
                 raise
             self.break_reasons.append(e)
+            counters["graph_breaks"] += 1
             counters["fallbacks"] += 1
             trace_artifact("graph_breaks", lambda: f"{describe(code)} runs eagerly: {e}")
             self.add_entry(entries, e.guard, eager_code(code))
@@ -201,6 +260,8 @@ class ConvertFrame:
         self.add_entry(entries, frame.guard, frame.code)
         counters["frames_compiled"] += 1
         self.compiled.append(frame)
+        if frame.graph_break is not None:
+            self.break_reasons.append(frame.graph_break)
         return frame.code
 
     def add_entry(self, entries, guard, new_code):
@@ -234,7 +295,7 @@ def remove_entry(entries, entry):
 
 
 def reset():
-    """Forget every compiled frame, skip mark, installed global and counter."""
+    """Forget every compiled frame, skip mark, resume function, installed global and counter."""
     from .output_graph import installed_globals
     from .symbolic_convert import decoded
 
@@ -245,4 +306,5 @@ def reset():
         f_globals.pop(name, None)
     installed_globals.clear()
     decoded.cache_clear()
+    ContinueExecutionCache.clear()
     counters.clear()

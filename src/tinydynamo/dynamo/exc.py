@@ -1,8 +1,12 @@
 """Errors raised while translating a frame (book chapter 3, "Symbolic execution").
 
-``Unsupported`` means "tinydynamo cannot capture this construct": the frame then runs eagerly
-(or, with ``fullgraph=True``, the user gets the error). Its message names the construct and the
-user's ``file:line``, and ``user_stack`` lists the inlined calls that led there.
+``Unsupported`` means "tinydynamo cannot capture this construct": the translator then breaks
+the graph there (chapter 5), or, where it cannot, the frame runs eagerly (with
+``fullgraph=True``, the user gets the error). Its message names the construct and the user's
+``file:line``, and ``user_stack`` lists the inlined calls that led there.
+
+``RestartAnalysis`` is how a graph break starts: tracing stops, and the frame is traced again
+from the top, this time stopping cleanly just before the instruction that failed.
 """
 
 
@@ -36,3 +40,13 @@ class Unsupported(RuntimeError):
 def unsupported(reason):
     """Raise :class:`Unsupported` (a function, so handlers read ``unsupported("...")``)."""
     raise Unsupported(reason)
+
+
+class RestartAnalysis(Exception):
+    """Trace the frame again, and break the graph at instruction ``index`` because of ``reason``
+    (the Unsupported error that the first attempt met there)."""
+
+    def __init__(self, index, reason):
+        super().__init__(f"restart, to break the graph at instruction {index}: {reason.reason}")
+        self.index = index
+        self.reason = reason

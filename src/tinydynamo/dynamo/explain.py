@@ -1,30 +1,40 @@
-"""``tinydynamo.explain(fn)(*args)``: what did dynamo capture, and why not more? (chapter 4)
+"""``tinydynamo.explain(fn)(*args)``: what did dynamo capture, and why not more? (chapters 4
+and 5)
 
 It runs ``fn`` once under a fresh callback whose backend only records the graphs, then reports
-how many graphs were captured, which frames could not be captured (with the reason and the
-user's ``file:line``), and the source of each guard function.
+how many graphs were captured, every graph break (the reason, and the ``file:line`` of the
+user's code where it happened; also the breaks that made a whole frame run eagerly), and the
+source of each guard function.
 """
 import dataclasses
 
-from .convert_frame import ConvertFrame
+from .convert_frame import ConvertFrame, library_file
 from .eval_frame import with_callback
 
 
 @dataclasses.dataclass
 class BreakReason:
     reason: str
-    filename: str | None
-    lineno: int | None
+    filename: str | None  # where in the user's code (for a break inside torch or the standard
+    lineno: int | None  # library, the user's call that led there)
     user_stack: list  # [(filename, lineno, function name)], outermost first
+    frame_ran_eagerly: bool = False  # the graph could not break there: the whole frame ran as Python
+
+    @classmethod
+    def from_error(cls, error, frame_ran_eagerly):
+        users = [frame for frame in error.user_stack if library_file(frame[0]) is None]
+        filename, lineno, _ = (users or error.user_stack or [(None, None, None)])[-1]
+        return cls(error.reason, filename, lineno, error.user_stack, frame_ran_eagerly)
 
     def __str__(self):
-        return f"{self.reason} ({self.filename}:{self.lineno})"
+        eager = " [the frame ran eagerly]" if self.frame_ran_eagerly else ""
+        return f"{self.reason} ({self.filename}:{self.lineno}){eager}"
 
 
 @dataclasses.dataclass
 class ExplainOutput:
     graphs: list  # the GraphModules, in the order they were compiled
-    break_reasons: list  # BreakReason per frame that ran eagerly
+    break_reasons: list  # a BreakReason per graph break, in the order they happened
     guards: list  # the source of each compiled frame's guard function
     out: object = None  # what fn returned
 
@@ -69,7 +79,8 @@ def explain(fn):
             out = with_callback(fn, callback)(*args, **kwargs)
         finally:
             callback.forget()
-        reasons = [BreakReason(e.reason, e.filename, e.lineno, e.user_stack) for e in callback.break_reasons]
+        resumed = {id(frame.graph_break) for frame in callback.compiled}
+        reasons = [BreakReason.from_error(e, id(e) not in resumed) for e in callback.break_reasons]
         return ExplainOutput(graphs, reasons, [frame.guard.source for frame in callback.compiled], out)
 
     return run

@@ -46,8 +46,8 @@ GUARD_KINDS = (
     "LENGTH_CHECK",  # a container of this length
     "DICT_KEYS",  # a dict with these keys, in this order
     "TENSOR_MATCH",  # a tensor with this type, dtype, device, shape, stride, requires_grad
-    "DUPLICATE_INPUT",  # two sources hold the same tensor, as when traced
-    "NO_ALIASING",  # tensors mutated by the graph are distinct objects
+    "DUPLICATE_INPUT",  # two sources hold the same tensor (or list, or dict), as when traced
+    "NO_ALIASING",  # distinct objects: tensors the graph mutates, lists compared with `is`
 )
 
 

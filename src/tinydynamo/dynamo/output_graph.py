@@ -11,7 +11,9 @@ One OutputGraph per translated frame (inlined functions append to it too). It ow
 ``compile_subgraph`` ends the trace: it turns the graph into a GraphModule, hands it to the
 backend (``backend(gm, example_inputs)`` with the REAL tensors of this first call), stores the
 compiled callable in the frame's globals as ``__compiled_fn_N`` and emits the bytecode that calls
-it and rebuilds the values the frame returns.
+it and rebuilds the values the frame returns. A graph break (chapter 5) ends the trace the same
+way, with ``codegen_after_graph`` and ``call_graph``, but rebuilds the value stack and the live
+locals instead of a return value.
 """
 import itertools
 import operator
@@ -27,7 +29,7 @@ from . import eval_frame
 from .codegen import PyCodegen
 from .guards import Guard
 from .source import GlobalSource
-from .variables import ConstDictVariable, TensorVariable
+from .variables import ConstDictVariable, GetAttrVariable, TensorVariable, UserMethodVariable
 from .variables.lists import BaseListVariable
 
 _compiled_fn_ids = itertools.count()
@@ -46,10 +48,12 @@ class OutputGraph:
         self.input_by_id = {}  # id(real tensor) -> its TensorVariable (one input per tensor)
         self.guards = []
         self.variable_cache = {}  # source -> tracker, so a value read twice is one tracker
+        self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
         self.current_tx = None  # the innermost translator, for stack traces in node.meta
         self.instruction_count = 0
+        self.global_writes = {}  # name -> tracker: `global` assignments, replayed after the graph
 
     # --- building the graph --------------------------------------------------------------------
 
@@ -83,6 +87,10 @@ class OutputGraph:
         self.input_by_id[id(value)] = var
         return var
 
+    def real_value(self, var):
+        """The real tensor behind the graph input ``var``."""
+        return next(value for _, value, input_var in self.graph_inputs if input_var is var)
+
     def create_proxy(self, kind, target, args, kwargs):
         proxy = self.tracer.create_proxy(kind, target, args, kwargs)
         if self.current_tx is not None:
@@ -112,15 +120,46 @@ class OutputGraph:
 
     def compile_subgraph(self, tx, return_value):
         """The instructions of the transformed frame: call the graph, return ``return_value``."""
-        outputs = tensors_to_output(return_value)
+        # Rebuilding the return value first: if it cannot be done, nothing was compiled in vain.
+        rebuild = self.codegen_after_graph(tx, [return_value])
+        rebuild(return_value)
+        self.codegen_global_writes(rebuild)
+        rebuild.append("RETURN_VALUE")
+        return self.call_graph(tx) + rebuild.instructions
+
+    def codegen_after_graph(self, tx, live_values):
+        """End the graph, and start the code that runs after it (chapters 4 and 5).
+
+        The graph returns every tensor it computed that ``live_values`` (what Python needs next:
+        the return value, or at a graph break the value stack and the live locals) hold, and it
+        leaves grad mode as it found it. The returned PyCodegen rebuilds values from the graph's
+        outputs; it starts by setting the grad mode that is in effect at this point of the
+        frame, if that is not the one it started with (``with torch.no_grad():`` cut by a
+        break, or ``torch.set_grad_enabled(False)`` as a statement)."""
+        outputs = tensors_to_output(live_values + list(self.global_writes.values()))
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            self.create_proxy("call_function", torch._C._set_grad_enabled, (self.initial_grad_mode,), {})
         self.create_proxy("output", "output", (tuple(v.proxy for v in outputs),), {})
         self.remove_unused_nodes()
         self.remove_redundant_grad_mode_switches()
-        # Rebuilding the return value first: if it cannot be done, nothing was compiled in vain.
-        rebuild = PyCodegen(tx.current_instruction.positions)
-        rebuild.graph_outputs = {var: i for i, var in enumerate(outputs)}
-        rebuild(return_value)
-        rebuild.append("RETURN_VALUE")
+        codegen = PyCodegen(tx.current_instruction.positions, self.root_globals)
+        codegen.graph_outputs = {var: i for i, var in enumerate(outputs)}
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            codegen.call_constant(torch._C._set_grad_enabled, torch.is_grad_enabled())
+            codegen.append("POP_TOP")
+        return codegen
+
+    def codegen_global_writes(self, codegen):
+        """Replay the frame's ``global`` assignments: every value is rebuilt before the first is
+        stored, so that none is read back from a global that was already overwritten."""
+        for value in self.global_writes.values():
+            codegen(value)
+        for name in reversed(self.global_writes):
+            codegen.append("STORE_GLOBAL", argval=name)
+
+    def call_graph(self, tx):
+        """The start of the transformed frame: the prologue, then, if the graph computes
+        anything, the call of the compiled graph, whose outputs are kept in a local."""
         codegen = PyCodegen(tx.current_instruction.positions)
         codegen.prologue(self.code)
         if self.has_computation():
@@ -131,8 +170,8 @@ class OutputGraph:
             for source, _, _ in self.graph_inputs:
                 source.reconstruct(codegen)
             codegen.call(len(self.graph_inputs))
-            codegen.store_fast(rebuild.graph_output_local)
-        return codegen.instructions + rebuild.instructions
+            codegen.store_fast(codegen.graph_output_local)
+        return codegen.instructions
 
     def remove_unused_nodes(self):
         """Drop what is trivially dead, as Dynamo does: unused items of multi-output ops
@@ -203,8 +242,8 @@ def tensor_properties(value):
     }
 
 
-def tensors_to_output(value):
-    """Tensors the graph must return for ``value`` to be rebuilt: those it computed, once each."""
+def tensors_to_output(values):
+    """Tensors the graph must return for ``values`` to be rebuilt: those it computed, once each."""
     found = {}
 
     def visit(var):
@@ -217,6 +256,9 @@ def tensors_to_output(value):
         elif isinstance(var, ConstDictVariable):
             for item in var.items.values():
                 visit(item)
+        elif isinstance(var, (GetAttrVariable, UserMethodVariable)):  # x.view, self.helper
+            visit(var.obj)
 
-    visit(value)
+    for value in values:
+        visit(value)
     return list(found)

@@ -17,6 +17,8 @@ Unsupported.
 ``InstructionTranslator`` traces the frame the hook gave us and, at RETURN_VALUE, asks the
 OutputGraph for the transformed code. ``InliningInstructionTranslator`` runs a called Python
 function inside the same trace and hands its return value back to the caller's CALL.
+Where an instruction is Unsupported, ``InstructionTranslator`` breaks the graph (chapter 5,
+"Graph breaks and resume functions": ``step``, ``break_graph`` and the methods after it).
 """
 import builtins
 import functools
@@ -29,8 +31,12 @@ import types
 
 import torch
 
-from .bytecode import decode
-from .exc import Unsupported, unsupported
+from .._logging import trace_artifact
+from ..utils import counters
+from .bytecode import TERMINATORS, ExceptionTableEntry, _stack_effect, decode, is_jump
+from .codegen import PyCodegen
+from .exc import RestartAnalysis, Unsupported, unsupported
+from .resume_execution import ContinueExecutionCache, live_locals, successors
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
     BuiltinVariable,
@@ -163,6 +169,8 @@ class InstructionTranslatorBase:
         return self.symbolic_locals[name]
 
     def load_global(self, name):
+        if self.f_globals is self.output.root_globals and name in self.output.global_writes:
+            return self.output.global_writes[name]
         if name in self.f_globals:
             return VariableBuilder(self, self.global_source(name))(self.f_globals[name])
         if name in self.f_builtins:
@@ -249,7 +257,11 @@ class InstructionTranslatorBase:
         self.push(self.load_global(inst.argval))
 
     def STORE_GLOBAL(self, inst):
-        unsupported(f"assigning the global {inst.argval!r} (a side effect)")
+        """``global n; n = value``: a side effect, replayed by the transformed code once the
+        graph has run (``OutputGraph.global_writes``); reads later in the trace see ``value``."""
+        if self.f_globals is not self.output.root_globals:
+            unsupported(f"assigning the global {inst.argval!r} of another module (a side effect)")
+        self.output.global_writes[inst.argval] = self.pop()
 
     def LOAD_DEREF(self, inst):
         self.push(self.cell(inst.argval).get(self))
@@ -562,7 +574,17 @@ class InstructionTranslatorBase:
         unsupported("an assert fails at trace time")
 
     def IMPORT_NAME(self, inst):
-        unsupported(f"import {inst.argval} inside the compiled function")
+        """``import a.b`` pushes module ``a`` (``from a.b import c``: ``a.b``), if it is imported
+        already: then the import statement only reads sys.modules, as the compiled code will."""
+        fromlist, level = self.pop().as_python_constant(), self.pop().as_python_constant()
+        if level != 0 or inst.argval not in sys.modules:
+            unsupported(f"import {inst.argval} inside the compiled function (not imported yet, or relative)")
+        name = inst.argval if fromlist else inst.argval.partition(".")[0]
+        source = None if is_trusted_module(name) else self.output.import_source(name)
+        self.push(VariableBuilder(self, source)(sys.modules[name]))
+
+    def IMPORT_FROM(self, inst):
+        self.push(self.stack[-1].var_getattr(self, inst.argval))
 
     def LOAD_BUILD_CLASS(self, inst):
         unsupported("a class statement inside the compiled function")
@@ -579,19 +601,308 @@ def is_none(var):
 
 
 class InstructionTranslator(InstructionTranslatorBase):
-    """Traces the frame the hook handed over: ``func`` called with the frame's ``args``."""
+    """Traces the frame the hook handed over: ``func`` called with the frame's ``args``.
 
-    def __init__(self, func, args, output):
+    When an instruction of the frame is unsupported (or a call inlined from it fails), the
+    translator breaks the graph there (chapter 5): ``step`` raises ``RestartAnalysis``, the
+    frame is traced again from the top, and this time ``break_graph`` runs at that instruction
+    instead of its handler. The transformed frame then runs the graph recorded so far, the
+    instruction as ordinary Python, and a resume function that continues the frame.
+    ``one_graph=True`` (``fullgraph``) lets the Unsupported error through instead.
+    """
+
+    def __init__(self, func, args, output, one_graph=False, break_at=None):
         code = func.__code__
         cells = [CellVariable(real_cell=cell, source=ClosureSource(name))
                  for name, cell in zip(code.co_freevars, func.__closure__ or ())]
         super().__init__(code, func.__globals__, {}, cells, output)
         self.unread_args = dict(zip(code.co_varnames, args))
         self.output_instructions = None
+        self.one_graph = one_graph
+        self.break_at = break_at  # the RestartAnalysis of the previous attempt, or None
+        self.graph_break = None  # the Unsupported error this trace broke the graph for
 
     def RETURN_VALUE(self, inst):
         self.output_instructions = self.output.compile_subgraph(self, self.pop())
         self.done = True
+
+    # === graph breaks (chapter 5) =================================================================
+
+    def step(self):
+        if self.break_at is not None and self.instruction_pointer == self.break_at.index:
+            inst = self.instructions[self.instruction_pointer]
+            self.instruction_pointer += 1
+            self.current_instruction = inst
+            return self.break_graph(inst, self.break_at.reason)
+        try:
+            super().step()
+        except Unsupported as reason:
+            if self.one_graph:
+                raise
+            inst = self.current_instruction
+            reason.add_frame(self.code.co_filename, inst.positions.lineno, self.code.co_name)
+            why_not = self.why_no_graph_break(inst)
+            if why_not is not None:
+                raise cannot_break(reason, why_not) from None
+            raise RestartAnalysis(self.indexof[inst], reason) from None
+
+    def why_no_graph_break(self, inst):
+        """Why the graph cannot be broken at ``inst`` (the frame then runs eagerly), or None."""
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return "it is the frame's return"
+        if is_jump(inst) and inst.opname not in CONDITIONAL_JUMPS:
+            return f"{inst.opname} cannot be run on its own"
+        if inst.opname in ("LOAD_SUPER_ATTR", "SEND", "YIELD_VALUE"):
+            return f"{inst.opname} cannot be run on its own"
+        if ContinueExecutionCache.original(self.code, self.indexof[inst])[1] < 0:
+            return "it is in the prologue of a resume function (a value passed in cannot be traced)"
+        if self.in_loop(self.indexof[inst]):
+            return "it is inside a for/while loop (each iteration would nest one more resume call)"
+        if any(handler.opname != "WITH_EXCEPT_START" for handler, _ in self.blocks(inst)):
+            return "the graph cannot break inside a try block"
+        return None
+
+    def in_loop(self, index):
+        """Whether instruction ``index`` can run again: some path from it leads back to it."""
+        seen, todo = set(), successors(self.instructions, self.indexof, index)
+        while todo:
+            i = todo.pop()
+            if i == index:
+                return True
+            if i not in seen:
+                seen.add(i)
+                todo.extend(successors(self.instructions, self.indexof, i))
+        return False
+
+    def blocks(self, inst):
+        """The blocks around ``inst``, innermost first, read from the exception table: for each,
+        the instruction its handler runs after PUSH_EXC_INFO (WITH_EXCEPT_START for a ``with``
+        block), and the stack depth it unwinds to (a ``with`` keeps its ``__exit__`` just below)."""
+        found, entry = [], inst.exn_tab_entry
+        while entry is not None:
+            found.append((self.instructions[self.indexof[entry.target] + 1], entry.depth))
+            cleanup = entry.target.exn_tab_entry  # PUSH_EXC_INFO -> COPY 3; POP_EXCEPT; RERAISE
+            entry = cleanup.target.exn_tab_entry if cleanup else None  # the block around this one
+        return found
+
+    def grad_mode_blocks(self, inst):
+        """The ``with`` blocks around ``inst`` (the stack as before it), outermost first. A graph
+        break may cut grad-mode ``with`` blocks in two (their ``__exit__`` goes to the resume
+        function), no other block."""
+        modes = []
+        for handler, depth in self.blocks(inst):
+            exit_fn = self.stack[depth - 1]
+            if handler.opname != "WITH_EXCEPT_START" or not (
+                    isinstance(exit_fn, GetAttrVariable) and isinstance(exit_fn.obj, GradModeVariable)):
+                unsupported("the graph can break inside a `with` block only for torch.no_grad/"
+                            "enable_grad/set_grad_enabled")
+            modes.insert(0, exit_fn.obj)
+        return modes
+
+    def break_graph(self, inst, reason):
+        """Compile the graph recorded so far and end the transformed frame with ``inst`` run as
+        Python, then a call of the resume function(s) that continue the frame."""
+        try:
+            if inst.opname in CONDITIONAL_JUMPS:
+                instructions = self.break_at_jump(inst)
+            else:
+                instructions = self.break_at_instruction(inst)
+        except Unsupported as e:  # a value that cannot be rebuilt, a block that cannot be cut
+            raise cannot_break(reason, e.reason) from None
+        counters["graph_breaks"] += 1
+        self.graph_break = reason
+        trace_artifact("graph_breaks", lambda: f"graph break in {self.code.co_qualname} at "
+                       f"{reason.filename}:{reason.lineno}: {reason.reason}")
+        self.output_instructions = instructions
+        self.done = True
+
+    def break_at_instruction(self, inst):
+        """The transformed frame for a break at any instruction but a conditional jump:
+
+            graph call; the changed live locals stored back into the real locals
+            NULL, resume function; the value stack; ``inst`` (a CALL, a STORE_ATTR...)
+            the live locals; CALL the resume function; RETURN_VALUE
+        """
+        index = self.indexof[inst]
+        operands = call_operands(inst)  # the stack items a call consumes, its NULL included
+        kept, consumed = self.stack[:len(self.stack) - operands], self.stack[len(self.stack) - operands:]
+        live = [] if inst.opname in TERMINATORS else self.live_argnames(index + 1)
+        codegen = self.output.codegen_after_graph(self, self.stack + self.live_values(live))
+        self.store_locals(codegen, live)
+        if inst.opname not in TERMINATORS:
+            size, nulls = self.stack_after(inst, kept)
+            resume = ContinueExecutionCache.lookup(self.code, index + 1, size, nulls, live)
+            codegen.push_null()
+            codegen.make_function(resume)
+        for var in kept:
+            if not isinstance(var, NullVariable):  # the resume function pushes its own NULLs
+                codegen(var)
+        for var in consumed:
+            if isinstance(var, NullVariable):
+                codegen.push_null()
+            else:
+                codegen(var)
+        self.output.codegen_global_writes(codegen)
+        start = len(codegen.instructions)
+        self.emit_plain(codegen, inst)
+        unsafe = codegen.instructions[start:]
+        if inst.opname not in TERMINATORS:
+            self.call_resume(codegen, size - len(nulls), live)
+        self.restore_grad_mode_on_error(codegen, inst, unsafe)
+        return self.output.call_graph(self) + codegen.instructions
+
+    def break_at_jump(self, inst):
+        """The transformed frame for a break at a jump on a tensor's value (``if x.sum() > 0:``):
+        the graph computes the condition, Python jumps on it, and each way continues in its own
+        resume function. The stack below the condition is kept in locals ``___stack0``... ."""
+        index, target = self.indexof[inst], self.indexof[inst.target]
+        cond, rest = self.stack[-1], self.stack[:-1]
+        keeps = inst.opname.endswith("_OR_POP")  # 3.11's `a or b`: the jump keeps the value
+        live_next, live_target = self.live_argnames(index + 1), self.live_argnames(target)
+        live = live_next + [name for name in live_target if name not in live_next]
+        codegen = self.output.codegen_after_graph(self, self.stack + self.live_values(live))
+        self.store_locals(codegen, live)
+        values = [var for var in self.stack if not isinstance(var, NullVariable)]
+        for i, var in enumerate(values):
+            codegen(var)
+            codegen.store_fast(f"___stack{i}")
+        nulls = tuple(i for i, var in enumerate(rest) if isinstance(var, NullVariable))
+        if_next = self.resume_call_code(index + 1, len(rest), nulls, len(values) - 1, live_next)
+        if_target = self.resume_call_code(target, len(rest) + keeps, nulls, len(values) - 1 + keeps, live_target)
+        self.output.codegen_global_writes(codegen)
+        codegen.load_fast(f"___stack{len(values) - 1}")
+        sense = "TRUE" if "IF_TRUE" in inst.opname else "FALSE"
+        jump = "POP_JUMP_IF_" + sense if PY312 else "POP_JUMP_FORWARD_IF_" + sense
+        codegen.append(jump, target=if_target[0])
+        unsafe = codegen.instructions[-1:]
+        codegen.instructions += if_next + if_target
+        self.restore_grad_mode_on_error(codegen, inst, unsafe)
+        return self.output.call_graph(self) + codegen.instructions
+
+    def resume_call_code(self, index, size, nulls, nvalues, live):
+        """Call the resume function at ``index`` with ``___stack0``.. ``___stack{nvalues-1}``
+        and the locals ``live``, and return what it returns."""
+        resume = ContinueExecutionCache.lookup(self.code, index, size, nulls, live)
+        codegen = PyCodegen(self.current_instruction.positions)
+        codegen.push_null()
+        codegen.make_function(resume)
+        for i in range(nvalues):
+            codegen.load_fast(f"___stack{i}")
+        self.call_resume(codegen, nvalues, live)
+        return codegen.instructions
+
+    def call_resume(self, codegen, nvalues, live):
+        """The stack holds NULL, the resume function and ``nvalues`` stack values: add the live
+        locals, call it, and return its result as the frame's."""
+        for name in live:
+            codegen.load_fast(name)
+        codegen.call(nvalues + len(live))
+        codegen.append("RETURN_VALUE")
+
+    # --- what the resume function receives ------------------------------------------------------
+
+    def live_argnames(self, index):
+        """The locals (and cells made by this frame) that the rest of the frame, from instruction
+        ``index`` on, may read and that hold a value now: the resume function's parameters."""
+        live = live_locals(self.instructions, index)
+        names = self.code.co_varnames + tuple(c for c in self.code.co_cellvars if c not in self.code.co_varnames)
+        return [name for name in names if name in live and self.local_value(name) is not None]
+
+    def local_value(self, name):
+        """The tracker of a local or of the contents of a cell of this frame (None if unbound);
+        ``UNREAD`` for an argument the frame never read (the real local still holds it)."""
+        if name in self.code.co_cellvars and name in self.cells:
+            return self.cells[name].contents
+        if name in self.unread_args:
+            return UNREAD
+        return self.symbolic_locals.get(name)
+
+    def live_values(self, names):
+        return [v for v in map(self.local_value, names) if v is not UNREAD]
+
+    def store_locals(self, codegen, names):
+        """Store the live locals whose value changed into the real locals of the transformed
+        frame (values reached twice, like ``ys = xs``, are rebuilt once: see PyCodegen)."""
+        for name in names:
+            value = self.local_value(name)
+            if value is UNREAD or value.source == LocalSource(name):
+                continue  # the real local still holds it
+            codegen(value)
+            codegen.store_fast(name)
+
+    def stack_after(self, inst, kept):
+        """The size of the value stack after ``inst``, and where NULLs are on it."""
+        if inst.opname == "CALL":
+            effect = -inst.arg - 1
+        else:
+            effect = _stack_effect(inst, jump=False)
+        size = len(self.stack) + effect
+        nulls = [i for i, var in enumerate(kept) if isinstance(var, NullVariable)]
+        if pushes_null(inst):
+            nulls.append(size - 2)  # the NULL below the value, pushed by the resume function
+        return size, tuple(nulls)
+
+    def emit_plain(self, codegen, inst):
+        """``inst`` for the transformed frame: a call with its KW_NAMES (and 3.11's PRECALL);
+        instructions that push a NULL and a value emit the value only."""
+        if inst.opname == "CALL":
+            if self.kw_names:
+                codegen.append("KW_NAMES", argval=self.kw_names)
+            codegen.call(inst.arg)
+        elif inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_ATTR" and pushes_null(inst)):
+            codegen.load_attr(inst.argval)
+        elif inst.opname == "LOAD_GLOBAL":
+            codegen.load_global(inst.argval)
+        else:
+            codegen.append(inst.opname, arg=inst.arg, argval=inst.argval)
+
+    def restore_grad_mode_on_error(self, codegen, inst, unsafe):
+        """Inside ``with torch.no_grad():``, if the instructions ``unsafe`` raise, restore the
+        grad mode from before the outermost block, as the blocks' own handlers would."""
+        blocks = self.grad_mode_blocks(inst)
+        if not blocks:
+            return
+        handler = PyCodegen(self.current_instruction.positions)
+        handler.call_constant(torch._C._set_grad_enabled, blocks[0].prior)
+        handler.append("POP_TOP")
+        handler.append("RERAISE", arg=0)
+        entry = ExceptionTableEntry(handler.instructions[0], depth=0, lasti=False)
+        for unsafe_inst in unsafe:
+            unsafe_inst.exn_tab_entry = entry
+        codegen.instructions += handler.instructions
+
+
+UNREAD = object()  # a local_value: an argument the frame has not read yet
+CONDITIONAL_JUMPS = {
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP",
+}
+
+
+def call_operands(inst):
+    """How many stack items a call consumes, the NULL below its callable included (0 for other
+    instructions: they never consume a NULL)."""
+    if inst.opname == "CALL":
+        return inst.arg + 2
+    if inst.opname == "CALL_FUNCTION_EX":
+        return 3 + (inst.arg & 1)
+    return 0
+
+
+def pushes_null(inst):
+    """LOAD_GLOBAL / LOAD_ATTR with the low bit set, and 3.11's LOAD_METHOD, push NULL + value."""
+    if inst.opname == "LOAD_METHOD":
+        return True
+    return (inst.opname == "LOAD_GLOBAL" or (PY312 and inst.opname == "LOAD_ATTR")) and bool(inst.arg & 1)
+
+
+def cannot_break(reason, why_not):
+    """The error that makes the frame run eagerly: the construct that needed a graph break, and
+    why the graph cannot break there. It keeps the construct's user stack (less the compiled
+    frame, which ``run`` adds again)."""
+    error = Unsupported(f"{reason.reason}; {why_not}, so the frame runs eagerly")
+    error.user_stack = reason.user_stack[1:]
+    return error
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):

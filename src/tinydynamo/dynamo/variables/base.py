@@ -70,10 +70,21 @@ class VariableTracker:
         return bool(self.as_python_constant())
 
     def reconstruct(self, codegen):
-        """Emit bytecode that recreates this value in the transformed code."""
-        if self.source is None:
-            unsupported(f"returning {self}, which has no source to reload it from")
-        self.source.reconstruct(codegen)
+        """Emit bytecode that recreates this value in the transformed code: reload it from its
+        source, or, for an object known while tracing (a function, a class...), load it as a
+        constant of the new code object."""
+        if self.source is not None:
+            return self.source.reconstruct(codegen)
+        try:
+            value = self.python_object()
+        except Unsupported:
+            unsupported(f"rebuilding {self} in Python: it has no source to reload it from")
+        codegen.load_const(value)
+
+    def reconstruct_attribute(self, codegen, name):
+        """Emit bytecode that pushes the attribute ``name`` of this value (a bound method)."""
+        codegen(self)
+        codegen.load_attr(name)
 
     def __repr__(self):
         return f"{type(self).__name__}()"

@@ -8,6 +8,7 @@ tracker for the value's type and records the guards under which the trace stays 
     int, float, str...  -> CONSTANT_MATCH (the value is baked into the graph)
     tuple, list, dict   -> TYPE_MATCH + LENGTH_CHECK / DICT_KEYS, items wrapped in turn
     nn.Module, function, module, class -> ID_MATCH
+    GradModeExit        -> TYPE_MATCH, and CONSTANT_MATCH on its prior mode (chapter 5)
     other objects       -> TYPE_MATCH
 
 Values read this way are cached by source, so a value read twice is one tracker with one set
@@ -27,9 +28,9 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constan
 from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
-from .misc import PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
-from .torch import TorchFunctionVariable, is_torch_callable
+from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
 
 class VariableBuilder:
@@ -41,10 +42,23 @@ class VariableBuilder:
         cache = self.tx.output.variable_cache
         if self.source is not None and self.source in cache:
             return cache[self.source]
-        var = self.wrap(value)
+        var = self.same_container(value) or self.wrap(value)
         if self.source is not None:
             cache[self.source] = var
         return var
+
+    def same_container(self, value):
+        """A list or dict reached again through another source (``ys = xs`` before a graph break
+        passed both to the resume function) is the same tracker, guarded to stay one object."""
+        if type(value) not in (list, dict) or self.source is None:
+            return None
+        containers = self.tx.output.containers_by_id
+        if id(value) not in containers:
+            containers[id(value)] = (value, self.source)
+            return None
+        first = self.tx.output.variable_cache[containers[id(value)][1]]
+        self.guard("DUPLICATE_INPUT", (first.source,))
+        return first
 
     def guard(self, kind, value=None):
         if self.source is not None:
@@ -65,6 +79,8 @@ class VariableBuilder:
             return self.wrap_sequence(value)
         if type(value) is dict:
             return self.wrap_dict(value)
+        if isinstance(value, GradModeExit):
+            return self.wrap_grad_mode_exit(value)
         if isinstance(value, torch.nn.Module):
             if self.source is None:
                 unsupported(f"an nn.Module ({type(value).__name__}) reached without a source")
@@ -116,6 +132,8 @@ class VariableBuilder:
             if self.source is not None:  # a bound method is a new object at each access
                 self.tx.output.add_guard(Guard(AttrSource(self.source, "__func__"), "ID_MATCH", value.__func__))
             return UserMethodVariable(value.__func__, self.wrap_bound_self(value))
+        if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
+            return self.wrap_tensor_method(value)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
                 unsupported(f"the bound builtin method {value.__qualname__}")
@@ -126,6 +144,23 @@ class VariableBuilder:
             return BuiltinVariable(value) if value.__module__ == "builtins" else TypeVariable(value, self.source)
         self.guard("TYPE_MATCH", type(value))
         return UserDefinedObjectVariable(value, self.source)
+
+    def wrap_grad_mode_exit(self, value):
+        """A resume function that starts inside a ``with torch.no_grad()`` block (chapter 5)."""
+        if self.source is None:
+            unsupported("a GradModeExit reached without a source")
+        self.guard("TYPE_MATCH", GradModeExit)
+        prior = VariableBuilder(self.tx, AttrSource(self.source, "prior"))(value.prior)
+        return GetAttrVariable(GradModeVariable(torch.is_grad_enabled(), prior.as_python_constant()), "__exit__")
+
+    def wrap_tensor_method(self, value):
+        """``x.mul`` passed in as a value (a resume function gets one when a graph break cut
+        ``x.mul(...)`` in two): the tensor, and the name of the method."""
+        if self.source is None:
+            unsupported(f"the bound method Tensor.{value.__name__} reached without a source")
+        tensor = VariableBuilder(self.tx, AttrSource(self.source, "__self__"))(value.__self__)
+        name = VariableBuilder(self.tx, AttrSource(self.source, "__name__"))(value.__name__)
+        return GetAttrVariable(tensor, name.as_python_constant())
 
     def wrap_partial(self, value):
         self.guard("TYPE_MATCH", functools.partial)

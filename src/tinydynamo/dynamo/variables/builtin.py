@@ -274,6 +274,11 @@ def is_same(tx, a, b):
         return True
     if isinstance(a, NullVariable) or isinstance(b, NullVariable):
         return False
+    if all(isinstance(v, (BaseListVariable, ConstDictVariable)) and v.source is not None for v in (a, b)):
+        # two lists or dicts from the caller, distinct objects now (else they would be one
+        # tracker: see VariableBuilder.same_container): they must stay distinct
+        tx.output.add_guard(Guard(a.source, "NO_ALIASING", (a.source, b.source)))
+        return False
     try:
         same = a.python_object() is b.python_object()
     except Unsupported:

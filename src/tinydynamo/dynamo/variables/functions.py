@@ -17,7 +17,7 @@ import inspect
 import types
 
 from ..exc import unsupported
-from ..source import AttrSource, GetItemSource
+from ..source import AttrSource, ClosureSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -120,6 +120,13 @@ class UserMethodVariable(UserFunctionVariable):
     def python_object(self):
         unsupported("the identity of a bound method")
 
+    def reconstruct(self, codegen):
+        """``types.MethodType(fn, obj)``: the very method, even one found through super()."""
+        codegen.load_const(types.MethodType, push_null=True)
+        codegen.load_const(self.fn)
+        codegen(self.obj)
+        codegen.call(2)
+
 
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION during tracing."""
@@ -152,6 +159,32 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def closure_cells(self, tx):
         return self.closure
+
+    def reconstruct(self, codegen):
+        """MAKE_FUNCTION again, at a graph break (chapter 5). Its cells must be free variables of
+        the compiled frame (``LOAD_CLOSURE`` finds them there), and it must share its globals."""
+        if self.f_globals is not codegen.f_globals or not all(
+                isinstance(cell.source, ClosureSource) for cell in self.closure):
+            unsupported(f"rebuilding {self} in Python: it closes over cells made while tracing")
+        flags = 0
+        if self.defaults:
+            for default in self.defaults:
+                codegen(default)
+            codegen.append("BUILD_TUPLE", arg=len(self.defaults))
+            flags |= 0x01
+        if self.kwdefaults:
+            for name, default in self.kwdefaults.items():
+                codegen.load_const(name)
+                codegen(default)
+            codegen.append("BUILD_MAP", arg=len(self.kwdefaults))
+            flags |= 0x02
+        if self.closure:
+            for cell in self.closure:
+                codegen.append("LOAD_CLOSURE", argval=cell.source.local_name)
+            codegen.append("BUILD_TUPLE", arg=len(self.closure))
+            flags |= 0x08
+        codegen.load_const(self.code)
+        codegen.append("MAKE_FUNCTION", arg=flags)
 
     def __repr__(self):
         return f"NestedUserFunctionVariable({self.code.co_qualname})"

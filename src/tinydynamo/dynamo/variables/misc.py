@@ -33,6 +33,9 @@ class GetAttrVariable(VariableTracker):
     def python_type(self):
         return types.MethodType
 
+    def reconstruct(self, codegen):
+        self.obj.reconstruct_attribute(codegen, self.name)
+
     def __repr__(self):
         return f"GetAttrVariable({self.obj!r}.{self.name})"
 

@@ -18,6 +18,7 @@ import operator
 import torch
 
 from ..exc import unsupported
+from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value, wrap_constant
 
@@ -66,6 +67,10 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(self.device)
         if name in ("is_cuda", "is_cpu", "is_meta"):
             return ConstantVariable(self.device.type == name[3:])
+        if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)
+            from .builder import VariableBuilder
+
+            return VariableBuilder(tx, AttrSource(self.source, "grad"))(tx.output.real_value(self).grad)
         if name in UNSUPPORTED_ATTRIBUTES:
             unsupported(f"Tensor.{name}")
         if name in TENSOR_VALUED_ATTRIBUTES:

@@ -9,6 +9,8 @@ itself): those are Unsupported.
 ``GradModeVariable`` is ``torch.no_grad()`` / ``torch.enable_grad()`` /
 ``torch.set_grad_enabled(mode)``: entering or leaving it records
 ``torch._C._set_grad_enabled(mode)`` in the graph, and switches grad mode while tracing too.
+A graph break inside such a ``with`` block hands its ``__exit__`` to the resume function as a
+``GradModeExit`` (chapter 5).
 """
 import functools
 import types
@@ -25,6 +27,8 @@ SIDE_EFFECT_FUNCTIONS = {
     "set_default_device", "set_default_tensor_type", "use_deterministic_algorithms",
     "set_printoptions", "save", "load", "compile", "backward", "grad",
 }
+HAS_TORCH_FUNCTION = (torch._C._has_torch_function, torch._C._has_torch_function_unary,
+                      torch._C._has_torch_function_variadic)
 SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.distributed",
                        "torch._dynamo", "torch.compiler", "torch.utils.data")
 
@@ -73,6 +77,8 @@ class TorchFunctionVariable(VariableTracker):
         if self.fn is torch.get_default_dtype:
             tx.output.add_global_state_guard("DEFAULT_DTYPE")
             return ConstantVariable(torch.get_default_dtype())
+        if self.fn in HAS_TORCH_FUNCTION:  # the check at the top of torch.nn.functional's functions
+            return ConstantVariable(False)  # (tensor subclasses with __torch_function__ are unsupported)
         return trace_op(tx, "call_function", self.fn, args, kwargs)
 
     def __repr__(self):
@@ -100,6 +106,7 @@ class GradModeVariable(VariableTracker):
 
     @staticmethod
     def switch(tx, mode):
+        tx.output.add_global_state_guard("GRAD_MODE")  # the code after a break depends on it
         tx.output.create_proxy("call_function", torch._C._set_grad_enabled, (mode,), {})
         torch._C._set_grad_enabled(mode)
 
@@ -121,6 +128,28 @@ class GradModeVariable(VariableTracker):
 
             return GetAttrVariable(self, name)
         unsupported(f"attribute {name!r} of a grad mode context manager")
+
+    def reconstruct_attribute(self, codegen, name):
+        """The ``__exit__`` left on the stack by ``BEFORE_WITH``, rebuilt at a graph break."""
+        if name != "__exit__":
+            unsupported(f"rebuilding attribute {name!r} of a grad mode context manager")
+        codegen.load_const(GradModeExit(self.prior))
+
+
+class GradModeExit:
+    """The ``__exit__`` of a grad-mode ``with`` block that a graph break cut in two: a real
+    callable that the resume function finds on its stack, and calls when the block ends
+    (normally, or through the block's exception handler), to restore the grad mode from
+    before the block."""
+
+    def __init__(self, prior):
+        self.prior = prior
+
+    def __call__(self, exc_type, exc_value, traceback):
+        torch._C._set_grad_enabled(self.prior)
+
+    def __repr__(self):
+        return f"GradModeExit(prior={self.prior})"
 
 
 def constant_constructor(cls, args, kwargs):
