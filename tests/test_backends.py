@@ -31,7 +31,7 @@ def test_torch_compile_with_tinydynamo_backend_trains_like_eager(name):
         torch.testing.assert_close(b, c, msg=lambda m: f"buffer {bname}: {m}")
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "decomp_eager"])
+@pytest.mark.parametrize("backend", ["aot_eager", "decomp_eager", "inductor"])
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_named_backends_behind_pytorch_dynamo(backend, name):
     """Each tinydynamo backend compiles graphs captured by PyTorch's Dynamo and trains like eager."""

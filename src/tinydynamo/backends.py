@@ -6,8 +6,10 @@ that takes the same flat positional inputs and returns what ``gm`` returns.
 """
 import torch
 
-from .aot import aot_autograd, nop
+from .aot import aot_autograd, min_cut_rematerialization_partition, nop
+from .inductor import compile_fx_inner
 from .prims import decomp_eager as run_prims_eagerly
+from .prims import decompose
 
 _BACKENDS = {}
 
@@ -51,10 +53,28 @@ def decomp_eager(gm: torch.fx.GraphModule, example_inputs):
     return aot_autograd(gm, example_inputs, fw_compiler=run_prims_eagerly, bw_compiler=run_prims_eagerly)
 
 
+def inductor_compiler(gm: torch.fx.GraphModule, example_inputs):
+    """One aten graph (forward or backward) → prims → loop IR → fused C++ kernels (chapters 7-10)."""
+    return compile_fx_inner(decompose(gm, example_inputs), example_inputs)
+
+
+@register_backend(name="inductor")
+def inductor(gm: torch.fx.GraphModule, example_inputs):
+    """The full stack: AOT autograd with the min-cut partitioner, then each graph compiled by
+    ``inductor_compiler``: C++/OpenMP kernels for CPU tensors."""
+    return aot_autograd(
+        gm,
+        example_inputs,
+        fw_compiler=inductor_compiler,
+        bw_compiler=inductor_compiler,
+        partition_fn=min_cut_rematerialization_partition,
+    )
+
+
 def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     """The ``torch_dynamo_backends`` entry point: ``torch.compile(model, backend="tinydynamo")``.
 
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
     tinydynamo's graphs are specialised to static shapes, so pass ``dynamic=False``.
     """
-    return decomp_eager(gm, example_inputs)
+    return inductor(gm, example_inputs)

@@ -12,6 +12,7 @@ STAT_NAMES = (
     "cache_hits",
     "fallbacks",
     "kernels_generated",
+    "cpp_compiles",
 )
 
 

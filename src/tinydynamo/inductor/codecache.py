@@ -1,0 +1,130 @@
+"""Compile generated C++ once, cache it on disk, load it with ctypes (chapter 10).
+
+The cache key is a hash of the source and the compiler command, so a second process that
+generates the same source finds ``<cache_dir>/cpp/<key>.so`` and compiles nothing. Files are
+written under a temporary name and renamed into place (``os.replace`` is atomic), so two
+processes compiling the same kernel at once never load a half-written library.
+"""
+import ctypes
+import ctypes.util
+import functools
+import hashlib
+import os
+import platform
+import subprocess
+import tempfile
+
+from .. import config
+from .._logging import trace_artifact
+from ..utils import counters
+
+CXX = os.environ.get("CXX", "g++")
+# -fno-math-errno: math functions may be vectorized (we never read errno).
+# -fwrapv: integer overflow wraps, as in torch, instead of being undefined behaviour.
+# -fno-strict-aliasing: GCC 12 miscompiled a kernel with two masked loads in an ``omp simd``
+#   loop under type-based alias analysis (test_cat_then_gelu_after_a_bool_kernel); the kernels
+#   tell the compiler what does not alias with __restrict__ instead.
+CXXFLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno",
+            "-fwrapv", "-fno-strict-aliasing", "-shared", "-fPIC"]
+
+# glibc's libmvec has vector versions of these math functions; declaring them ``simd`` lets the
+# compiler vectorize loops that call them (it otherwise does so only under -ffast-math).
+VECTOR_MATH_FUNCTIONS = {"exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sin": 1, "cos": 1,
+                         "tanh": 1, "erf": 1, "pow": 2}
+
+
+class CppCompileError(RuntimeError):
+    """The C++ compiler rejected a generated kernel."""
+
+
+@functools.lru_cache(None)
+def _libmvec():
+    path = ctypes.util.find_library("mvec")
+    try:
+        return ctypes.CDLL(path) if path else None
+    except OSError:
+        return None
+
+
+@functools.lru_cache(None)
+def vector_math_declarations():
+    """``simd`` declarations for the math functions this machine's libmvec provides."""
+    lib = _libmvec()
+    if lib is None:
+        return ""
+    lines = ["", "// Vector versions of these come from glibc's libmvec."]
+    for name, arity in VECTOR_MATH_FUNCTIONS.items():
+        lanes = "v" * arity
+        if hasattr(lib, f"_ZGVdN8{lanes}_{name}f") and hasattr(lib, f"_ZGVeN16{lanes}_{name}f"):
+            args = ", ".join(["float"] * arity)
+            lines.append(f'extern "C" float {name}f({args}) __attribute__((simd("notinbranch")));')
+        if hasattr(lib, f"_ZGVdN4{lanes}_{name}") and hasattr(lib, f"_ZGVeN8{lanes}_{name}"):
+            args = ", ".join(["double"] * arity)
+            lines.append(f'extern "C" double {name}({args}) __attribute__((simd("notinbranch")));')
+    return "\n".join(lines) + "\n"
+
+
+def compile_command(source_path, output_path):
+    libs = ["-lmvec"] if _libmvec() is not None else []
+    return [CXX, *CXXFLAGS, source_path, "-o", output_path, *libs]
+
+
+@functools.lru_cache(None)
+def _compiler_version():
+    return subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
+
+
+@functools.lru_cache(None)
+def _cpu_features():
+    """-march=native code only runs on CPUs like this one: part of the cache key."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return platform.machine()
+
+
+def cache_key(source):
+    text = "\n".join([source, " ".join(compile_command("src", "out")), _compiler_version(),
+                      _cpu_features()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+_loaded = {}  # key -> ctypes.CDLL, for this process
+
+
+def load(source):
+    """The loaded shared library for ``source``, compiling it only if no cached copy exists."""
+    key = cache_key(source)
+    if key in _loaded:
+        return _loaded[key]
+    directory = os.path.join(config.cache_dir, "cpp", key[:2])
+    os.makedirs(directory, exist_ok=True)
+    source_path = os.path.join(directory, f"{key}.cpp")
+    library_path = os.path.join(directory, f"{key}.so")
+    if not os.path.exists(library_path):
+        _write_atomically(source_path, source)
+        _compile(source_path, library_path)
+    _loaded[key] = ctypes.CDLL(library_path)
+    return _loaded[key]
+
+
+def _write_atomically(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _compile(source_path, library_path):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(library_path), suffix=".so.tmp")
+    os.close(fd)
+    command = compile_command(source_path, tmp)
+    counters["cpp_compiles"] += 1
+    trace_artifact("kernels", lambda: "compiling: " + " ".join(command))
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        os.unlink(tmp)
+        raise CppCompileError(
+            f"C++ compilation of the generated kernel {source_path} failed:\n{result.stderr.strip()}")
+    os.replace(tmp, library_path)

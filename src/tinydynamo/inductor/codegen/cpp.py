@@ -1,0 +1,749 @@
+"""C++/OpenMP code generation for CPU tensors (chapter 10, "C++ code generation").
+
+Each FusedSchedulerNode becomes one C++ function (:class:`CppKernel`):
+
+    static void kernel0(const float* __restrict__ arg0_x, float* __restrict__ buf2) {
+      #pragma omp parallel for
+      for (int64_t x0 = 0; x0 < 4096; ++x0) {     // outer loops: shared, parallel
+        float buf0;                                // a local buffer (the row max)
+        float acc0 = -inf;                         // a reduction body
+        #pragma omp simd reduction(max:acc0) ...
+        for (int64_t r0 = 0; r0 < 1024; ++r0) { ... }
+        buf0 = acc0;
+        #pragma omp simd                           // a pointwise body
+        for (int64_t x1 = 0; x1 < 1024; ++x1) { ... buf2[1024*x0 + x1] = tmp3; }
+      }
+    }
+
+Consecutive kernels are called, in order, by one ``extern "C"`` entry point (a *segment*); the
+Python wrapper calls a segment with ctypes and makes the extern calls (matmul, convolution,
+random numbers: ATen ops) between segments. A graph without extern kernels is therefore one
+foreign call. Why segments rather than one entry point that calls back into Python for each
+extern: a callback would need the GIL, would wrap raw pointers back into tensors, and would tie
+the C++ to Python's C API; a segment boundary costs one ctypes call, and the C++ stays plain.
+
+The kernel class is the ops handler its loop bodies run under: ``ops.exp(x)`` becomes the line
+``float tmp3 = expf(tmp2);`` (the expression strings come from :class:`CppOverrides`).
+"""
+import contextlib
+import functools
+import math
+import os
+import typing
+
+import numpy as np
+import torch
+
+from ..codecache import vector_math_declarations
+from ..dependencies import MemoryDep
+from ..indexing import Expr, Var, contiguous_strides
+from ..scheduler import FusedSchedulerNode
+from ..virtualized import V
+from .common import CSEVariable, IndentedBuffer, Kernel, simplify_loops
+
+PRELUDE_PATH = os.path.join(os.path.dirname(__file__), "cpp_prelude.h")
+
+# Parallelize a kernel's outer loop when it touches at least this many elements.
+PARALLEL_MIN_ELEMENTS = 32768
+
+STORAGE_CTYPES = {
+    torch.float32: "float", torch.float64: "double", torch.float16: "_Float16",
+    torch.bfloat16: "td_bfloat16", torch.int64: "int64_t", torch.int32: "int32_t",
+    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+}
+ROUND_TO = {torch.float16: "td_round_f16", torch.bfloat16: "td_round_bf16"}
+
+
+def compute_ctype(dtype):
+    """The C type values of ``dtype`` are computed in: float for 16-bit floats."""
+    return "float" if dtype in ROUND_TO else STORAGE_CTYPES[dtype]
+
+
+def load_expr(dtype, ref):
+    if dtype == torch.bfloat16:
+        return f"td_bf16_to_float({ref})"
+    if dtype == torch.float16:
+        return f"static_cast<float>({ref})"
+    return ref
+
+
+def store_expr(dtype, value):
+    if dtype == torch.bfloat16:
+        return f"td_float_to_bf16({value})"
+    if dtype == torch.float16:
+        return f"static_cast<_Float16>({value})"
+    return str(value)
+
+
+def cpp_literal(value, dtype):
+    """A C++ literal for a Python scalar used as a value of ``dtype``."""
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if not dtype.is_floating_point:
+        value = int(value)
+        if value == -2 ** 63:
+            return "(-9223372036854775807L - 1)"
+        return f"{value}L" if abs(value) >= 2 ** 31 else str(value)
+    ctype = compute_ctype(dtype)
+    value = torch.tensor(float(value), dtype=dtype).item()  # rounded to dtype's precision
+    if math.isnan(value):
+        return f"std::numeric_limits<{ctype}>::quiet_NaN()"
+    if math.isinf(value):
+        return f"{'-' if value < 0 else ''}std::numeric_limits<{ctype}>::infinity()"
+    text = str(np.float32(value)) if ctype == "float" else repr(value)
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text + ("f" if ctype == "float" else "")
+
+
+def _p(x):
+    """Parenthesize a negative literal operand."""
+    text = str(x)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _is_float(x):
+    return x.dtype.is_floating_point
+
+
+def _math(name, x):
+    """A C math function in x's precision: ``expf`` for float, ``exp`` for double."""
+    return f"{name}{'f' if compute_ctype(x.dtype) == 'float' else ''}({x})"
+
+
+def _one(x):
+    return "1.0f" if compute_ctype(x.dtype) == "float" else "1.0"
+
+
+class CppOverrides:
+    """The C++ expression for each pointwise op, given its operands (CSEVariables)."""
+
+    @staticmethod
+    def abs(x):
+        return f"std::abs({x})"
+
+    @staticmethod
+    def neg(x):
+        return f"-{_p(x)}"
+
+    @staticmethod
+    def exp(x):
+        return _math("exp", x)
+
+    @staticmethod
+    def log(x):
+        return _math("log", x)
+
+    @staticmethod
+    def log1p(x):
+        return _math("log1p", x)
+
+    @staticmethod
+    def expm1(x):
+        return _math("expm1", x)
+
+    @staticmethod
+    def sin(x):
+        return _math("sin", x)
+
+    @staticmethod
+    def cos(x):
+        return _math("cos", x)
+
+    @staticmethod
+    def tanh(x):
+        return _math("tanh", x)
+
+    @staticmethod
+    def erf(x):
+        return _math("erf", x)
+
+    @staticmethod
+    def sqrt(x):
+        return f"std::sqrt({x})"
+
+    @staticmethod
+    def rsqrt(x):
+        return f"{_one(x)} / std::sqrt({x})"
+
+    @staticmethod
+    def reciprocal(x):
+        return f"{_one(x)} / {_p(x)}"
+
+    @staticmethod
+    def floor(x):
+        return f"std::floor({x})" if _is_float(x) else str(x)
+
+    @staticmethod
+    def ceil(x):
+        return f"std::ceil({x})" if _is_float(x) else str(x)
+
+    @staticmethod
+    def trunc(x):
+        return f"std::trunc({x})" if _is_float(x) else str(x)
+
+    @staticmethod
+    def round(x):
+        return f"std::nearbyint({x})" if _is_float(x) else str(x)  # halves to even
+
+    @staticmethod
+    def sign(x):
+        if _is_float(x):
+            return f"td_sign({x})"
+        return f"static_cast<{compute_ctype(x.dtype)}>(({x} > 0) - ({x} < 0))"
+
+    @staticmethod
+    def bitwise_not(x):
+        return f"!{x}" if x.dtype == torch.bool else f"~{_p(x)}"
+
+    @staticmethod
+    def add(a, b):
+        return f"{a} || {b}" if a.dtype == torch.bool else f"{_p(a)} + {_p(b)}"
+
+    @staticmethod
+    def sub(a, b):
+        return f"{_p(a)} - {_p(b)}"
+
+    @staticmethod
+    def mul(a, b):
+        return f"{a} && {b}" if a.dtype == torch.bool else f"{_p(a)} * {_p(b)}"
+
+    @staticmethod
+    def div(a, b):
+        if _is_float(a):
+            return f"{_p(a)} / {_p(b)}"
+        return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b})"
+
+    @staticmethod
+    def fmod(a, b):
+        if _is_float(a):
+            return f"std::fmod({a}, {b})"
+        return f"td_fmod_int<{compute_ctype(a.dtype)}>({a}, {b})"
+
+    @staticmethod
+    def pow(a, b):
+        if not _is_float(a):
+            return f"td_ipow<{compute_ctype(a.dtype)}>({a}, {b})"
+        # torch computes these constant exponents without pow (sqrt(-inf) is nan, pow's is inf)
+        special = {0.5: f"std::sqrt({a})", -0.5: f"{_one(a)} / std::sqrt({a})", -1.0: f"{_one(a)} / {a}",
+                   2.0: f"{a} * {a}", 3.0: f"{a} * {a} * {a}", -2.0: f"{_one(a)} / ({a} * {a})"}
+        if getattr(b, "value", None) in special:
+            return special[b.value]
+        return f"pow{'f' if compute_ctype(a.dtype) == 'float' else ''}({a}, {b})"
+
+    @staticmethod
+    def maximum(a, b):
+        if a.dtype == torch.bool:
+            return f"{a} || {b}"
+        if _is_float(a):
+            return f"td_maximum({a}, {b})"
+        return f"std::max<{compute_ctype(a.dtype)}>({a}, {b})"
+
+    @staticmethod
+    def minimum(a, b):
+        if a.dtype == torch.bool:
+            return f"{a} && {b}"
+        if _is_float(a):
+            return f"td_minimum({a}, {b})"
+        return f"std::min<{compute_ctype(a.dtype)}>({a}, {b})"
+
+    @staticmethod
+    def bitwise_and(a, b):
+        return f"{a} && {b}" if a.dtype == torch.bool else f"{_p(a)} & {_p(b)}"
+
+    @staticmethod
+    def bitwise_or(a, b):
+        return f"{a} || {b}" if a.dtype == torch.bool else f"{_p(a)} | {_p(b)}"
+
+    @staticmethod
+    def bitwise_xor(a, b):
+        return f"{a} != {b}" if a.dtype == torch.bool else f"{_p(a)} ^ {_p(b)}"
+
+    @staticmethod
+    def eq(a, b):
+        return f"{_p(a)} == {_p(b)}"
+
+    @staticmethod
+    def ne(a, b):
+        return f"{_p(a)} != {_p(b)}"
+
+    @staticmethod
+    def lt(a, b):
+        return f"{_p(a)} < {_p(b)}"
+
+    @staticmethod
+    def le(a, b):
+        return f"{_p(a)} <= {_p(b)}"
+
+    @staticmethod
+    def gt(a, b):
+        return f"{_p(a)} > {_p(b)}"
+
+    @staticmethod
+    def ge(a, b):
+        return f"{_p(a)} >= {_p(b)}"
+
+    @staticmethod
+    def where(pred, a, b):
+        return f"{pred} ? {_p(a)} : {_p(b)}"
+
+    @staticmethod
+    def to_dtype(x, dtype):
+        converted = f"static_cast<{compute_ctype(dtype)}>({x})"
+        return f"{ROUND_TO[dtype]}({converted})" if dtype in ROUND_TO else converted
+
+
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+# --------------------------------------------------------------------------- reductions
+
+_REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+
+
+def accumulator_ctype(reduction_type, dtype):
+    """Sums and products of integers accumulate in int64 (then wrap to the dtype, as torch)."""
+    if reduction_type in ("sum", "prod") and not dtype.is_floating_point:
+        return "int64_t"
+    return compute_ctype(dtype)
+
+
+def reduction_init(reduction_type, dtype):
+    ctype = compute_ctype(dtype)
+    if reduction_type == "sum":
+        return "0"
+    if reduction_type == "prod":
+        return "1"
+    largest = reduction_type in ("min", "argmin")
+    if dtype == torch.bool:
+        return "true" if largest else "false"
+    if dtype.is_floating_point:
+        return f"{'' if largest else '-'}std::numeric_limits<{ctype}>::infinity()"
+    return f"std::numeric_limits<{ctype}>::{'max' if largest else 'lowest'}()"
+
+
+class _Body(typing.NamedTuple):
+    """One node's loops inside a kernel: its index in kernel variables, and its own loops."""
+
+    node: object
+    index: list  # the node's index (its x variables), as expressions in kernel variables
+    rindex: list  # the same for its reduction variables
+    inner_vars: list  # loops of its own inside the outer loops (not reduced)
+    reduction_vars: list
+
+
+def _node_exprs(node):
+    rw = node.read_writes
+    deps = [d.index for d in rw.reads + rw.writes if isinstance(d, MemoryDep)]
+    return deps + list(rw.index_exprs)
+
+
+class CppKernel(Kernel):
+    """Generates one C++ function for a FusedSchedulerNode; the ops handler of its bodies."""
+
+    def __init__(self, name, fused, dtypes):
+        super().__init__()
+        self.name = name
+        self.fused = fused
+        self.dtypes = dtypes  # buffer name -> dtype, for every buffer of the graph
+        self.local = fused.local_buffers
+        self.outer_vars = []
+        self.args = {}  # buffer name -> True if written; in order of first use
+
+    # ------------------------------------------------------------------ the ops handler
+
+    def _declare(self, dtype):
+        return lambda name, expr: f"{compute_ctype(dtype)} {name} = {expr};"
+
+    def _local_index(self, index):
+        return index.subs({v: 0 for v in self.outer_vars})
+
+    def load(self, name, index):
+        dtype = self.dtypes[name]
+        if name in self.local:
+            if self.local[name] == 1:
+                return CSEVariable(name, dtype)
+            return self.cse(f"{name}[{self._local_index(index)}]", dtype, self._declare(dtype))
+        self.args.setdefault(name, False)
+        return self.cse(load_expr(dtype, f"{name}[{index}]"), dtype, self._declare(dtype))
+
+    def store(self, name, index, value):
+        dtype = self.dtypes[name]
+        if name in self.local:
+            target = name if self.local[name] == 1 else f"{name}[{self._local_index(index)}]"
+            self.body.writeline(f"{target} = {value};")
+            return
+        self.args[name] = True
+        self.body.writeline(f"{name}[{index}] = {store_expr(dtype, value)};")
+
+    def constant(self, value, dtype):
+        literal = CSEVariable(cpp_literal(value, dtype), dtype)
+        literal.value = value
+        return literal
+
+    def index_expr(self, expr, dtype):
+        return self.cse(f"static_cast<{compute_ctype(dtype)}>({expr})", dtype, self._declare(dtype))
+
+    def to_dtype(self, x, dtype):
+        if x.dtype == dtype:
+            return x
+        return self.cse(CppOverrides.to_dtype(x, dtype), dtype, self._declare(dtype))
+
+    def indirect_indexing(self, x, size):
+        name = self.new_name("ind")
+        self.body.writeline(f"int64_t {name} = td_check_index(static_cast<int64_t>({x}), {size});")
+        return Var(name, size, indirect=True)
+
+    def masked(self, mask, body, other):
+        """``body()`` only where mask holds (its loads may be out of bounds elsewhere)."""
+        name = self.new_name()
+        position, level = len(self.body.lines), self.body.level
+        self.body.writeline(f"if ({mask}) {{")
+        with self.body.indent(), self.cse_scope():
+            result = body()
+            self.body.writeline(f"{name} = {result};")
+        self.body.writeline("}")
+        declaration = f"{compute_ctype(result.dtype)} {name} = {cpp_literal(other, result.dtype)};"
+        self.body.insert(position, declaration, level)
+        return CSEVariable(name, result.dtype)
+
+    def where(self, pred, a, b):
+        return self.cse(CppOverrides.where(pred, a, b), a.dtype, self._declare(a.dtype))
+
+    def __getattr__(self, name):
+        override = getattr(CppOverrides, name)
+
+        def op(*args):
+            dtype = torch.bool if name in _COMPARISONS else args[0].dtype
+            expr = override(*args)
+            if dtype in ROUND_TO:
+                expr = f"{ROUND_TO[dtype]}({expr})"
+            return self.cse(expr, dtype, self._declare(dtype))
+
+        return op
+
+    # ------------------------------------------------------------------ loops
+
+    def _plan(self):
+        """Simplify the outer loops (shared by all bodies) and each body's own loops."""
+        fused = self.fused
+        depth = len(fused.outer)
+        all_exprs = [e for node in fused.nodes for e in _node_exprs(node)]
+        self.outer_vars, outer_map = simplify_loops(fused.nodes[0].index[:depth], all_exprs, "x")
+        bodies = []
+        for node in fused.nodes:
+            exprs = _node_exprs(node)
+            inner_vars, inner_map = simplify_loops(node.index[depth:], exprs, "x", len(self.outer_vars))
+            reduction_vars, reduction_map = simplify_loops(node.rindex, exprs, "r")
+            index = [outer_map[v] for v in node.index[:depth]] + [inner_map[v] for v in node.index[depth:]]
+            bodies.append(_Body(node, index, [reduction_map[v] for v in node.rindex],
+                                inner_vars, reduction_vars))
+        return bodies
+
+    @contextlib.contextmanager
+    def _loop(self, var, pragma=None):
+        if pragma:
+            self.body.writeline(pragma)
+        self.body.writeline(f"for (int64_t {var} = 0; {var} < {var.size}; ++{var}) {{")
+        with self.body.indent():
+            yield
+        self.body.writeline("}")
+
+    def _loops(self, stack, variables, pragmas):
+        for var, pragma in zip(variables, pragmas):
+            stack.enter_context(self._loop(var, pragma))
+
+    def _parallel(self, bodies):
+        outer = math.prod(v.size for v in self.outer_vars)
+        work = max(math.prod(v.size for v in b.inner_vars + b.reduction_vars) for b in bodies)
+        return outer > 1 and outer * work >= PARALLEL_MIN_ELEMENTS
+
+    def _outer_pragmas(self, bodies):
+        """Pragmas for the outer loops: parallel over the outermost; when no body has loops of
+        its own, the innermost outer loop is the one to vectorize."""
+        n = len(self.outer_vars)
+        pragmas = [None] * n
+        simd_outer = all(not b.inner_vars and not b.reduction_vars for b in bodies)
+        if n and self._parallel(bodies):
+            parallel_loops = n - 1 if simd_outer else n
+            if parallel_loops == 0:
+                pragmas[0] = "#pragma omp parallel for simd"
+                return pragmas
+            pragmas[0] = "#pragma omp parallel for" + (f" collapse({parallel_loops})" if parallel_loops > 1 else "")
+        if n and simd_outer:
+            pragmas[-1] = "#pragma omp simd"
+        return pragmas
+
+    # ------------------------------------------------------------------ bodies
+
+    def _pointwise_body(self, body):
+        node = body.node
+        pragmas = [None] * len(body.inner_vars)
+        if pragmas:
+            pragmas[-1] = "#pragma omp simd"
+        with self.cse_scope(), contextlib.ExitStack() as loops:
+            self._loops(loops, body.inner_vars, pragmas)
+            with V.set_ops_handler(self):
+                value = node.buffer.data.inner_fn(body.index)
+            self.store(node.name, node.buffer.layout.index(body.index), value)
+
+    def _reduction_body(self, body, full_reduction):
+        node = body.node
+        data = node.buffer.data
+        rtype = data.reduction_type
+        acc = self.new_name("acc")
+        acc_type = accumulator_ctype(rtype, data.src_dtype)
+        tracks_nan = rtype in ("max", "min") and data.src_dtype.is_floating_point
+        with contextlib.ExitStack() as inner_loops:
+            self._loops(inner_loops, body.inner_vars, [None] * len(body.inner_vars))
+            self.body.writeline(f"{acc_type} {acc} = {reduction_init(rtype, data.src_dtype)};")
+            if tracks_nan:
+                self.body.writeline(f"int {acc}_nan = 0;")
+            if rtype.startswith("arg"):
+                self.body.writeline(f"int64_t {acc}_index = 0;")
+            pragmas = self._reduction_pragmas(body, rtype, acc, tracks_nan, full_reduction)
+            with self.cse_scope(), contextlib.ExitStack() as reduction_loops:
+                self._loops(reduction_loops, body.reduction_vars, pragmas)
+                with V.set_ops_handler(self):
+                    value = data.inner_fn(body.index, body.rindex)
+                self._combine(rtype, acc, value, data.src_dtype, body)
+            if tracks_nan:
+                self.body.writeline(f"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();")
+            result = f"{acc}_index" if rtype.startswith("arg") else acc
+            self.store(node.name, node.buffer.layout.index(body.index), CSEVariable(result, data.dtype))
+
+    def _reduction_pragmas(self, body, rtype, acc, tracks_nan, full_reduction):
+        n = len(body.reduction_vars)
+        pragmas = [None] * n
+        if n == 0 or rtype.startswith("arg"):  # argmax keeps the first maximum: a serial loop
+            return pragmas
+        op = _REDUCTION_CLAUSE[rtype]
+        if rtype in ("max", "min") and body.node.buffer.data.src_dtype == torch.bool:
+            op = "||" if rtype == "max" else "&&"
+        clause = f"reduction({op}:{acc})" + (f" reduction(|:{acc}_nan)" if tracks_nan else "")
+        size = math.prod(v.size for v in body.reduction_vars)
+        if full_reduction and size >= PARALLEL_MIN_ELEMENTS:
+            collapse = f" collapse({n})" if n > 1 else ""
+            pragmas[0] = f"#pragma omp parallel for simd{collapse} {clause}"
+        else:
+            pragmas[-1] = f"#pragma omp simd {clause}"
+        return pragmas
+
+    def _combine(self, rtype, acc, value, dtype, body):
+        if rtype == "sum":
+            self.body.writeline(f"{acc} = {acc} + {_p(value)};")
+        elif rtype == "prod":
+            self.body.writeline(f"{acc} = {acc} * {_p(value)};")
+        elif dtype == torch.bool:
+            self.body.writeline(f"{acc} = {acc} {'||' if rtype == 'max' else '&&'} {value};")
+        elif rtype in ("max", "min"):
+            self.body.writeline(f"{acc} = std::{rtype}({acc}, {value});")
+            if dtype.is_floating_point:
+                self.body.writeline(f"{acc}_nan |= ({value} != {value});")
+        else:
+            self._arg_update(rtype, acc, f"{acc}_index", value, dtype, body.node, body.rindex)
+
+    # ------------------------------------------------------------------ column reductions
+
+    def _column_tile(self):
+        """How many output columns to reduce at once, for a kernel of reductions that read their
+        input along rows but reduce down columns (a sum over the batch dimension); else None.
+
+        Reducing one column at a time would read the input with a stride; instead the kernel
+        keeps a tile of accumulators and, for each reduced row, updates them with contiguous,
+        vectorized loads.
+        """
+        nodes = self.fused.nodes
+        first = nodes[0]
+        if not first.ranges or self.fused.outer != first.ranges or not first.rindex:
+            return None
+        names = {n.name for n in nodes}
+        if any(not n.is_reduction() or n.ranges != first.ranges or n.reduction_ranges != first.reduction_ranges
+               or n.read_names() & names for n in nodes):
+            return None
+        column, row = first.index[-1], first.rindex[-1]
+        reads = [d.index for n in nodes for d in n.read_writes.reads if isinstance(d, MemoryDep)]
+        if not any(e.coefficient(column) == 1 for e in reads) or any(e.coefficient(row) == 1 for e in reads):
+            return None
+        return next((t for t in (column.size, 512, 256, 128, 64, 32, 16)
+                     if t <= 512 and column.size % t == 0), None)
+
+    def _column_reductions(self, tile):
+        nodes = self.fused.nodes
+        first = nodes[0]
+        exprs = [e for node in nodes for e in _node_exprs(node)]
+        outer_vars, outer_map = simplify_loops(first.index[:-1], exprs, "x")
+        reduction_vars, reduction_map = simplify_loops(first.rindex, exprs, "r")
+        tiles = first.index[-1].size // tile
+        tile_var = Var(f"x{len(outer_vars)}", tiles)
+        self.outer_vars = outer_vars + ([tile_var] if tiles > 1 else [])
+        column = Var(f"x{len(self.outer_vars)}", tile)
+        index = [outer_map[v] for v in first.index[:-1]] + [tile_var * tile + column if tiles > 1 else Expr.of(column)]
+        rindex = [reduction_map[v] for v in first.rindex]
+        accumulators = [self.new_name("acc") for _ in nodes]
+        work = math.prod(v.size for v in reduction_vars) * tile
+        parallel = math.prod(v.size for v in self.outer_vars) > 1 and \
+            math.prod(v.size for v in self.outer_vars) * work >= PARALLEL_MIN_ELEMENTS
+        pragmas = [None] * len(self.outer_vars)
+        if parallel:
+            pragmas[0] = "#pragma omp parallel for" + (f" collapse({len(pragmas)})" if len(pragmas) > 1 else "")
+        with contextlib.ExitStack() as outer_loops:
+            self._loops(outer_loops, self.outer_vars, pragmas)
+            for node, acc in zip(nodes, accumulators):
+                data = node.buffer.data
+                self.body.writeline(f"{accumulator_ctype(data.reduction_type, data.src_dtype)} {acc}[{tile}];")
+                if data.reduction_type.startswith("arg"):
+                    self.body.writeline(f"int64_t {acc}_index[{tile}] = {{}};")
+                with self._loop(column):
+                    self.body.writeline(f"{acc}[{column}] = {reduction_init(data.reduction_type, data.src_dtype)};")
+            with contextlib.ExitStack() as reduction_loops:
+                self._loops(reduction_loops, reduction_vars, [None] * len(reduction_vars))
+                with self._loop(column, "#pragma omp simd"), self.cse_scope(), V.set_ops_handler(self):
+                    for node, acc in zip(nodes, accumulators):
+                        value = node.buffer.data.inner_fn(index, rindex)
+                        self._combine_elementwise(node, f"{acc}[{column}]", value, rindex)
+            with self._loop(column):
+                for node, acc in zip(nodes, accumulators):
+                    data = node.buffer.data
+                    result = f"{acc}_index[{column}]" if data.reduction_type.startswith("arg") else f"{acc}[{column}]"
+                    self.store(node.name, node.buffer.layout.index(index), CSEVariable(result, data.dtype))
+
+    def _combine_elementwise(self, node, acc, value, rindex):
+        """One accumulator per column: max and min need no nan flag, argmax no lanes."""
+        data = node.buffer.data
+        rtype, dtype = data.reduction_type, data.src_dtype
+        if rtype in ("sum", "prod"):
+            self.body.writeline(f"{acc} = {acc} {'+' if rtype == 'sum' else '*'} {_p(value)};")
+        elif rtype in ("max", "min"):
+            combined = getattr(CppOverrides, "maximum" if rtype == "max" else "minimum")(
+                CSEVariable(acc, dtype), value)
+            self.body.writeline(f"{acc} = {combined};")
+        else:
+            self._arg_update(rtype, acc, acc.replace("[", "_index[", 1), value, dtype, node, rindex)
+
+    def _arg_update(self, rtype, acc, acc_index, value, dtype, node, rindex):
+        better = ">" if rtype == "argmax" else "<"
+        condition = f"{value} {better} {acc}"
+        if dtype.is_floating_point:  # the first nan wins
+            condition += f" || ({value} != {value} && {acc} == {acc})"
+        strides = contiguous_strides(node.reduction_ranges)
+        flat = sum((Expr.of(r) * s for r, s in zip(rindex, strides)), Expr())
+        self.body.writeline(f"if ({condition}) {{ {acc} = {value}; {acc_index} = {flat}; }}")
+
+    def _rows_and_pointwise(self):
+        """The general form: outer loops, then each body's own loops."""
+        bodies = self._plan()
+        with contextlib.ExitStack() as outer_loops:
+            self._loops(outer_loops, self.outer_vars, self._outer_pragmas(bodies))
+            for name, elements in self.local.items():
+                ctype = compute_ctype(self.dtypes[name])
+                self.body.writeline(f"{ctype} {name};" if elements == 1 else f"{ctype} {name}[{elements}];")
+            for body in bodies:
+                if body.node.is_reduction():
+                    self._reduction_body(body, full_reduction=not self.outer_vars)
+                else:
+                    self._pointwise_body(body)
+
+    # ------------------------------------------------------------------ the function
+
+    def codegen(self):
+        """The C++ function, as text."""
+        tile = self._column_tile()
+        if tile is not None:
+            self._column_reductions(tile)
+        else:
+            self._rows_and_pointwise()
+        params = ", ".join(self.param(name) for name in self.args)
+        header = [f"// {self.name}: " + "; ".join(n.describe() for n in self.fused.nodes),
+                  f"static void {self.name}({params}) {{"]
+        code = IndentedBuffer()
+        code.writelines(header)
+        code.lines += ["  " + line if line else line for line in self.body.lines]
+        code.writeline("}")
+        return code.getvalue()
+
+    def param(self, name):
+        const = "" if self.args[name] else "const "
+        return f"{const}{STORAGE_CTYPES[self.dtypes[name]]}* __restrict__ {name}"
+
+
+# --------------------------------------------------------------------------- the whole module
+
+
+class Segment(typing.NamedTuple):
+    """An ``extern "C"`` entry point that runs consecutive kernels in order."""
+
+    name: str
+    params: list  # buffer names passed as pointers, in order
+    uses_workspace: bool
+
+
+class CppModule(typing.NamedTuple):
+    kernels_source: str  # the generated kernels and entry points
+    segments: dict  # kernel position of the segment's first kernel -> Segment
+    kernel_count: int
+
+    @property
+    def source(self):
+        """The whole file: the prelude, then the kernels."""
+        return _prelude() + "\n" + self.kernels_source
+
+
+class CppScheduling:
+    """Turns the scheduled kernels of a graph into one C++ source file."""
+
+    def __init__(self, scheduler, dtypes):
+        self.scheduler = scheduler
+        self.dtypes = dtypes
+
+    def codegen(self):
+        kernels = self.scheduler.kernels
+        parts = []
+        segments = {}
+        run = []  # (position, CppKernel) of the segment being collected
+        count = 0
+        for pos, kernel in enumerate(kernels + [None]):
+            if isinstance(kernel, FusedSchedulerNode):
+                cpp_kernel = CppKernel(f"kernel{count}", kernel, self.dtypes)
+                parts.append(cpp_kernel.codegen())
+                run.append((pos, cpp_kernel))
+                count += 1
+                continue
+            if run:
+                segment, source = self._segment(f"segment{len(segments)}", [k for _, k in run])
+                segments[run[0][0]] = segment
+                parts.append(source)
+                run = []
+        return CppModule("\n".join(parts), segments, count)
+
+    def _segment(self, name, cpp_kernels):
+        offsets = self.scheduler.workspace_offsets
+        written, order = set(), {}
+        for k in cpp_kernels:
+            for buffer, is_written in k.args.items():
+                order.setdefault(buffer, None)
+                if is_written:
+                    written.add(buffer)
+        params = [b for b in order if b not in offsets]
+        in_workspace = [b for b in order if b in offsets]
+        signature = [f"{'' if b in written else 'const '}{STORAGE_CTYPES[self.dtypes[b]]}* {b}" for b in params]
+        if in_workspace:
+            signature.append("char* workspace")
+        code = IndentedBuffer()
+        code.writeline(f'extern "C" int {name}({", ".join(signature)}) {{')
+        with code.indent():
+            code.writeline("td_error = TD_OK;")
+            for b in in_workspace:
+                ctype = STORAGE_CTYPES[self.dtypes[b]]
+                code.writeline(f"{ctype}* {b} = reinterpret_cast<{ctype}*>(workspace + {offsets[b]});")
+            for k in cpp_kernels:
+                code.writeline(f"{k.name}({', '.join(k.args)});")
+            code.writeline("return td_error;")
+        code.writeline("}")
+        return Segment(name, params, bool(in_workspace)), code.getvalue()
+
+
+@functools.lru_cache(None)
+def _prelude():
+    with open(PRELUDE_PATH) as f:
+        return f.read() + vector_math_declarations()

@@ -1,0 +1,91 @@
+// tinydynamo C++ kernel prelude (book chapter 10, "C++ code generation").
+// Every generated kernel file starts with this: plain C++, no torch headers, so it compiles in
+// a fraction of a second. Kernels get raw pointers; sizes and strides are compile-time constants.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+// Errors found inside a kernel (an index out of range, an integer division by zero) are
+// recorded here; each entry point returns it and the Python wrapper raises the matching error.
+static int td_error = 0;
+enum { TD_OK = 0, TD_INDEX_OUT_OF_BOUNDS = 1, TD_INTEGER_DIVISION_BY_ZERO = 2 };
+
+static inline void td_set_error(int code) { __atomic_store_n(&td_error, code, __ATOMIC_RELAXED); }
+
+// Index arithmetic that may see negative numbers rounds toward minus infinity, as Python does.
+static inline int64_t td_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t td_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+// An index read from a tensor (gather): check it, and never read out of bounds.
+static inline int64_t td_check_index(int64_t i, int64_t size) {
+  if (i < 0 || i >= size) {
+    td_set_error(TD_INDEX_OUT_OF_BOUNDS);
+    return 0;
+  }
+  return i;
+}
+
+// Integer division and remainder round toward zero (C's / and %), as torch's do. Division by
+// zero is an error instead of a crash; x / -1 wraps for the most negative x (we compile -fwrapv).
+template <typename T> static inline T td_div_trunc(T a, T b) {
+  if (b == 0) { td_set_error(TD_INTEGER_DIVISION_BY_ZERO); return 0; }
+  if (std::is_signed<T>::value && b == static_cast<T>(-1)) return static_cast<T>(-a);
+  return static_cast<T>(a / b);
+}
+template <typename T> static inline T td_fmod_int(T a, T b) {
+  if (b == 0) { td_set_error(TD_INTEGER_DIVISION_BY_ZERO); return 0; }
+  if (std::is_signed<T>::value && b == static_cast<T>(-1)) return 0;
+  return static_cast<T>(a % b);
+}
+
+// Integer power by squaring; a negative exponent gives 0 except for bases 1 and -1.
+template <typename T> static inline T td_ipow(T base, T exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == static_cast<T>(-1)) return (exponent % 2 == 0) ? 1 : static_cast<T>(-1);
+    return 0;
+  }
+  T result = 1;
+  while (exponent) {
+    if (exponent & 1) result = static_cast<T>(result * base);
+    base = static_cast<T>(base * base);
+    exponent >>= 1;
+  }
+  return result;
+}
+
+// maximum/minimum propagate nan, as torch.maximum does (std::max does not).
+template <typename T> static inline T td_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <typename T> static inline T td_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+// sign(nan) is 0, as in torch.sign.
+template <typename T> static inline T td_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : T(0)); }
+
+// Low precision floats are stored as 16 bits and computed in float; each op's result is rounded
+// back to the storage precision, so values match eager's op by op.
+typedef uint16_t td_bfloat16;
+static inline float td_bf16_to_float(td_bfloat16 v) {
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+static inline td_bfloat16 td_float_to_bf16(float f) {
+  if (f != f) return 0x7FC0;
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits += 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
+  return static_cast<td_bfloat16>(bits >> 16);
+}
+static inline float td_round_bf16(float f) { return td_bf16_to_float(td_float_to_bf16(f)); }
+#ifdef __FLT16_MAX__  // the compiler has _Float16 (GCC 12 and later on x86-64): float16 works
+static inline float td_round_f16(float f) { return static_cast<float>(static_cast<_Float16>(f)); }
+#endif

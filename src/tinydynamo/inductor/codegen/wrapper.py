@@ -1,0 +1,175 @@
+"""The Python wrapper: the function that runs a compiled graph (chapter 10).
+
+Like TorchInductor's ``wrapper.py``, this writes Python source for a function ``call(args)``:
+it allocates the output tensors, calls each C++ segment once with the data pointers it needs,
+makes the extern kernel calls (matmul, convolution, random numbers) in between, and returns the
+outputs. Reading it shows exactly what a compiled graph does at run time::
+
+    def call(args):
+        arg0_x, = args
+        buf1 = empty_strided((4096, 1024), (1024, 1), dtype=torch.float32)
+        if (error := segment0(arg0_x.data_ptr(), buf1.data_ptr())):
+            raise_kernel_error(error)
+        return (buf1,)
+
+Intermediate buffers live in one workspace tensor, allocated once per compiled graph with the
+size the memory plan asks for, and reused by every call (so a compiled graph must not be
+called from two threads at once).
+"""
+import ctypes
+import math
+
+import torch
+
+from .. import ir
+from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode
+from .common import IndentedBuffer
+
+
+class KernelRuntimeError(RuntimeError):
+    """A C++ kernel found an error in its inputs."""
+
+
+def raise_kernel_error(code):
+    if code == 1:
+        raise IndexError("tinydynamo kernel: an index read from a tensor is out of bounds")
+    if code == 2:
+        raise ZeroDivisionError("tinydynamo kernel: integer division by zero")
+    raise KernelRuntimeError(f"tinydynamo kernel failed with error code {code}")
+
+
+def reinterpret(tensor, size, stride, offset):
+    """The view ``(size, stride, offset)`` of the memory starting at ``tensor.data_ptr()``."""
+    return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
+
+
+def restride(tensor, size, stride):
+    """``tensor`` with the strides the generated kernels assume (a copy if it has others)."""
+    if all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n > 1):  # size-1 dims: any
+        return tensor
+    return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
+
+
+def _is_literal(value):
+    if isinstance(value, (list, tuple)):
+        return all(_is_literal(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (bool, int, str, torch.dtype, torch.memory_format))
+
+
+class WrapperCodeGen:
+    """Writes ``call(args)`` for a scheduled graph and its compiled C++ module."""
+
+    def __init__(self, graph, scheduler, module, library):
+        self.graph = graph
+        self.scheduler = scheduler
+        self.module = module
+        self.code = IndentedBuffer(indent="    ")
+        self.namespace = {"torch": torch, "empty_strided": torch.empty_strided,
+                          "reinterpret": reinterpret, "restride": restride,
+                          "raise_kernel_error": raise_kernel_error}
+        self._buffers = {b.name: b for b in graph.buffers}
+        self._constant_count = 0
+        self._workspace_views = {}
+        self._setup_workspace()
+        self._setup_library(library)
+        self.namespace.update(graph.constants)
+
+    def _setup_workspace(self):
+        size = self.scheduler.workspace_size
+        workspace = torch.empty(size, dtype=torch.uint8)
+        self.namespace["workspace_tensor"] = workspace  # kept alive as long as ``call`` is
+        self.namespace["workspace"] = workspace.data_ptr()
+        for name, offset in self.scheduler.workspace_offsets.items():
+            layout = self._buffer(name).layout
+            nbytes = layout.storage_size() * layout.dtype.itemsize
+            flat = workspace[offset:offset + nbytes].view(layout.dtype)
+            self._workspace_views[name] = torch.as_strided(flat, layout.size, layout.stride)
+
+    def _setup_library(self, library):
+        for segment in self.module.segments.values():
+            function = getattr(library, segment.name)
+            function.argtypes = [ctypes.c_void_p] * (len(segment.params) + segment.uses_workspace)
+            function.restype = ctypes.c_int
+            self.namespace[segment.name] = function
+
+    def _buffer(self, name):
+        return self._buffers[name]
+
+    # ------------------------------------------------------------------ source
+
+    def generate(self):
+        self.code.writeline("def call(args):")
+        with self.code.indent():
+            names = [b.name for b in self.graph.graph_inputs]
+            if names:
+                self.code.writeline(f"{', '.join(names)}, = args")
+            for pos, kernel in enumerate(self.scheduler.kernels):
+                if isinstance(kernel, ExternKernelSchedulerNode):
+                    self._extern_call(kernel)
+                elif pos in self.module.segments:
+                    self._segment_call(pos)
+            self.code.writeline(f"return {self._value(self.graph.graph_outputs)}")
+        return self.code.getvalue()
+
+    def _segment_call(self, pos):
+        segment = self.module.segments[pos]
+        kernels = self.scheduler.kernels
+        end = pos
+        while end < len(kernels) and isinstance(kernels[end], FusedSchedulerNode):
+            end += 1
+        for kernel in kernels[pos:end]:
+            for name in kernel.output_names():
+                if name in self.graph.output_buffers:
+                    layout = self._buffer(name).layout
+                    self.code.writeline(f"{name} = empty_strided({layout.size}, {layout.stride}, "
+                                        f"dtype={layout.dtype})")
+        pointers = [f"{name}.data_ptr()" for name in segment.params]
+        if segment.uses_workspace:
+            pointers.append("workspace")
+        self.code.writeline(f"if (error := {segment.name}({', '.join(pointers)})):")
+        self.code.writeline("    raise_kernel_error(error)")
+
+    def _extern_call(self, node):
+        kernel = node.kernel
+        function = f"extern_{kernel.name}"
+        self.namespace[function] = kernel.kernel
+        args = [self._value(a) for a in kernel.args]
+        args += [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()]
+        call = f"{function}({', '.join(args)})"
+        self.code.writeline(f"# {kernel.kernel_name()}")
+        if kernel.layout is not None:
+            self.code.writeline(f"{kernel.name} = restride({call}, {kernel.layout.size}, {kernel.layout.stride})")
+            return
+        self.code.writeline(f"{kernel.name} = {call}")
+        for name in node.output_names():
+            out = self._buffer(name)
+            self.code.writeline(f"{name} = restride({kernel.name}[{out.index}], "
+                                f"{out.layout.size}, {out.layout.stride})")
+
+    def _value(self, value):
+        """Python source for an argument or output: a tensor expression or a constant."""
+        if isinstance(value, (list, tuple)):
+            items = ", ".join(self._value(v) for v in value)
+            return f"({items},)" if isinstance(value, tuple) else f"[{items}]"
+        if isinstance(value, ir.ReinterpretView):
+            layout = value.layout
+            return (f"reinterpret({self._value(value.data)}, {layout.size}, {layout.stride}, "
+                    f"{layout.offset})")
+        if isinstance(value, ir.Buffer):
+            if value.name in self._workspace_views:
+                self.namespace[value.name] = self._workspace_views[value.name]
+            return value.name
+        if _is_literal(value):
+            return repr(value)
+        name = f"constant{self._constant_count}"
+        self._constant_count += 1
+        self.namespace[name] = value
+        return name
+
+    def compile(self):
+        """The ``call`` function (and its source, for logs)."""
+        source = self.generate()
+        exec(compile(source, "<tinydynamo wrapper>", "exec"), self.namespace)
+        return self.namespace["call"], source

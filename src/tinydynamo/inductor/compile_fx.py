@@ -1,0 +1,95 @@
+"""compile_fx_inner: a prim graph in, a fast callable out (chapter 11, "Putting it together").
+
+The stages, in order (each has its own module and book section):
+
+    GraphLowering   prim graph -> loop IR (Pointwise, Reduction, buffers, views, externs)
+    Scheduler       loop IR -> fused kernels, local buffers, a memory plan
+    CppScheduling   kernels -> one C++ source file; codecache compiles and loads it
+    WrapperCodeGen  -> the Python function ``call(args)`` that runs everything
+
+The graph is specialized to the shapes, dtypes and strides of the example inputs. The callable
+checks the strides of each call's inputs, and compiles a new variant when they differ (eager
+code passes non-contiguous tensors freely, and the kernels index memory with the strides).
+Outputs are contiguous, except that an output which is a view (of an input or of another
+output) is returned as that view, with eager's strides.
+"""
+import warnings
+
+from .. import config
+from .._logging import trace_artifact
+from ..utils import counters
+from . import codecache
+from .codegen.cpp import CppScheduling
+from .codegen.wrapper import WrapperCodeGen
+from .graph import GraphLowering
+from .scheduler import Scheduler
+
+
+def compile_fx_inner(gm, example_inputs):
+    """Compile a prim-level GraphModule; the result takes the same flat inputs as ``gm``.
+
+    With ``config.suppress_errors``, a failure to compile (such as a C++ compiler error) warns
+    and returns ``gm`` itself, which runs the prims eagerly.
+    """
+    try:
+        return CompiledGraph(gm, example_inputs)
+    except Exception as error:
+        if not config.suppress_errors:
+            raise
+        warnings.warn(f"tinydynamo.inductor could not compile the graph; running its prims "
+                      f"eagerly instead. The error was:\n{error}")
+        counters["fallbacks"] += 1
+        return gm
+
+
+def generate_code(gm, example_inputs):
+    """Lower, schedule and generate C++: returns (GraphLowering, Scheduler, CppModule)."""
+    graph = GraphLowering(gm).run(*example_inputs)
+    scheduler = Scheduler(graph)
+    dtypes = {b.name: b.get_dtype() for b in graph.graph_inputs + graph.buffers if b.layout is not None}
+    dtypes.update({name: value.dtype for name, value in graph.constants.items()})
+    module = CppScheduling(scheduler, dtypes).codegen()
+    counters["kernels_generated"] += module.kernel_count
+    trace_artifact("kernels", lambda: module.source)
+    return graph, scheduler, module
+
+
+def compile_graph(gm, example_inputs):
+    """Compile for one set of input strides; returns ``call(args)``."""
+    graph, scheduler, module = generate_code(gm, example_inputs)
+    library = codecache.load(module.source) if module.segments else None
+    call, source = WrapperCodeGen(graph, scheduler, module, library).compile()
+    trace_artifact("kernels", lambda: source)
+    return call
+
+
+def _signature(tensors):
+    """Shapes, dtypes and strides (the stride of a size-1 dim never matters: it is set to 0)."""
+    return [(tuple(t.shape), tuple(s if n > 1 else 0 for s, n in zip(t.stride(), t.shape)), t.dtype)
+            for t in tensors]
+
+
+class CompiledGraph:
+    """The callable compile_fx_inner returns: ``compiled(*inputs)`` returns what ``gm`` does."""
+
+    def __init__(self, gm, example_inputs):
+        self.gm = gm
+        self.signature = _signature(example_inputs)
+        self._strides = [tuple(x.stride()) for x in example_inputs]
+        self.call = compile_graph(gm, example_inputs)
+        self._variants = {tuple(s for _, s, _ in self.signature): self.call}  # strides -> call
+
+    def __call__(self, *args):
+        for arg, stride in zip(args, self._strides):
+            if arg.stride() != stride:
+                return self._variant(args)(list(args))
+        return self.call(list(args))
+
+    def _variant(self, args):
+        signature = _signature(args)
+        if [(shape, dtype) for shape, _, dtype in signature] != [(s, d) for s, _, d in self.signature]:
+            raise ValueError(f"compiled for inputs {self.signature}, called with {signature}")
+        key = tuple(stride for _, stride, _ in signature)
+        if key not in self._variants:
+            self._variants[key] = compile_graph(self.gm, args)
+        return self._variants[key]

@@ -1,0 +1,273 @@
+"""GraphLowering: run a prim graph to build its loop IR (chapter 8, "The loop IR").
+
+Like TorchInductor's ``GraphLowering``, this is a ``torch.fx.Interpreter`` whose values are IR
+nodes instead of tensors: placeholders become InputBuffers, each prim call runs its lowering,
+and the output node realizes what the graph returns. It also decides where to *realize*: which
+values get a buffer of their own instead of being recomputed inside each consumer.
+"""
+import operator
+import re
+
+import torch
+import torch.fx
+
+from .._logging import trace_artifact
+from ..prims.primitives import Prim
+from . import ir
+from .lowering import lowerings
+from .virtualized import V
+
+# Realize a value read by several consumers when recomputing it per element costs more than
+# this (in cheap ops such as add; see OP_COST), or reads more than this many elements. Below
+# that, recomputing is cheaper than a trip through memory. (When the consumers fuse with the
+# producer, the trip is only to a small per-thread buffer, see scheduler.py.)
+REALIZE_COST_THRESHOLD = 6
+REALIZE_READS_THRESHOLD = 4
+OP_COST = {**dict.fromkeys(["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "pow"], 8),
+           **dict.fromkeys(["div", "sqrt", "rsqrt", "reciprocal", "fmod"], 4)}
+
+
+class GraphLowering(torch.fx.Interpreter):
+    """Lower ``gm`` (a prim graph) for ``example_inputs`` (real, fake or meta tensors)."""
+
+    def __init__(self, gm):
+        super().__init__(gm, garbage_collect_values=False)
+        self.graph_inputs = []  # InputBuffers, in argument order
+        self.buffers = []  # ComputedBuffers, ExternKernels and MultiOutputs, in program order
+        self.constants = {}  # ConstantBuffer name -> tensor
+        self.graph_outputs = None  # the output structure, with realized IR values
+        self.output_buffers = set()  # names of ComputedBuffers that the caller receives
+        self.current_node = None  # the FX node being lowered
+        self._uses = _count_uses(gm.graph)
+        self._needs_buffer = _needs_buffer(gm.graph)
+
+    def run(self, *example_inputs):
+        for i, x in enumerate(example_inputs):
+            check_tensor(f"graph input {i}", x)
+        super().run(*example_inputs)
+        trace_artifact("ir", self.format_ir)
+        return self
+
+    def run_node(self, node):
+        if node.op == "placeholder":
+            return self._input(node, next(self.args_iter))
+        self.current_node = node
+        value = super().run_node(node)
+        if node.op != "call_function":
+            return value
+        if isinstance(value, ir.Reduction):
+            return self.realize(value)
+        if isinstance(value, ir.Pointwise) and self._should_realize(node, value):
+            return self.realize(value)
+        return value
+
+    # ------------------------------------------------------------------ node kinds
+
+    def _input(self, node, example):
+        name = f"arg{len(self.graph_inputs)}_{_c_identifier(node.name)}"
+        layout = ir.Layout(example.dtype, example.shape, example.stride())
+        buffer = ir.InputBuffer(name, layout)
+        self.graph_inputs.append(buffer)
+        return buffer
+
+    def get_attr(self, target, args, kwargs):
+        value = self.fetch_attr(target)
+        if not isinstance(value, torch.Tensor):
+            return value
+        check_tensor(f"constant {target}", value)
+        name = f"const_{_c_identifier(target)}"
+        self.constants[name] = value
+        return ir.ConstantBuffer(name, ir.Layout(value.dtype, value.shape, value.stride()), value)
+
+    def call_function(self, target, args, kwargs):
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if isinstance(target, Prim) and target.name in lowerings:
+            return lowerings[target.name](*args, **kwargs)
+        if isinstance(target, Prim):
+            return self.extern_kernel(target.impl, target.name, args, kwargs)
+        if isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable:
+            return self.extern_kernel(target, str(target), args, kwargs)
+        raise NotImplementedError(f"inductor: cannot lower call_function target {target!r}")
+
+    def output(self, target, args, kwargs):
+        self.graph_outputs = _map(self._realize_output, args[0])
+        return self.graph_outputs
+
+    # ------------------------------------------------------------------ realization
+
+    def register_buffer(self, make):
+        """Create a buffer with a fresh name: ``make(name)``."""
+        buffer = make(f"buf{len(self.buffers)}")
+        self.buffers.append(buffer)
+        return buffer
+
+    def realize(self, value):
+        """Give ``value`` memory: a buffer or a view of one is returned as it is."""
+        if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
+            return value
+        if isinstance(value, ir.GenericView):
+            value = ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader())
+        return self.register_buffer(lambda name: ir.ComputedBuffer(name, value))
+
+    def _should_realize(self, node, value):
+        if self._needs_buffer[node]:
+            return True
+        if self._uses[node] <= 1:
+            return False
+        cost, loads = count_ops(value)
+        return cost > REALIZE_COST_THRESHOLD or loads > REALIZE_READS_THRESHOLD
+
+    def _realize_output(self, value):
+        if value is None:
+            return None
+        if not isinstance(value, ir.IRNode):
+            raise NotImplementedError(f"inductor: graph output {value!r} is not a tensor")
+        value = self.realize(value)
+        storage = _storage(value)
+        if isinstance(storage, ir.ComputedBuffer):
+            self.output_buffers.add(storage.name)
+        return value
+
+    def output_names(self):
+        """Names of the buffers that the graph's outputs are (or are views of)."""
+        names = []
+        _map(lambda v: names.append(_storage(v).name) if v is not None else None, self.graph_outputs)
+        return names
+
+    def extern_kernel(self, kernel, name, args, kwargs):
+        """A library call made by the wrapper; its tensor arguments must be in memory."""
+        args = _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, args)
+        kwargs = {k: _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, v)
+                  for k, v in kwargs.items()}
+        meta = self.current_node.meta.get("val")
+        if meta is None:
+            raise NotImplementedError(f"inductor: node {self.current_node} has no meta['val']")
+        if isinstance(meta, torch.Tensor):
+            check_tensor(f"output of {name}", meta)
+            return self.register_buffer(
+                lambda buf: ir.ExternKernel(buf, _layout_of(meta), kernel, args, kwargs))
+        parent = self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs))
+        return tuple(
+            None if m is None else self.register_buffer(
+                lambda buf, m=m, i=i: ir.MultiOutput(buf, _layout_of(m), parent, i))
+            for i, m in enumerate(meta))
+
+    def format_ir(self):
+        lines = [f"{b}" for b in self.graph_inputs]
+        lines += [f"{b}" for b in self.buffers]
+        lines.append(f"outputs: {_map(lambda v: getattr(v, 'name', str(v)), self.graph_outputs)}")
+        return "loop IR\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- analysis of the FX graph
+
+
+def _is_view(node):
+    return node.op == "call_function" and isinstance(node.target, Prim) and node.target.kind == "view"
+
+
+def _occurrences(node, user):
+    found = []
+    torch.fx.node.map_arg((user.args, user.kwargs), lambda n: found.append(n) if n is node else None)
+    return len(found)
+
+
+def _count_uses(graph):
+    """How many times each node's value is read by non-view consumers (looking through views)."""
+    uses = {}
+    for node in reversed(graph.nodes):
+        total = 0
+        for user in node.users:
+            count = _occurrences(node, user)
+            total += count * uses[user] if _is_view(user) else count
+        uses[node] = total
+    return uses
+
+
+def _needs_buffer(graph):
+    """Nodes whose value (or a view of it) is a graph output or an extern kernel's input."""
+    needs = {}
+    for node in reversed(graph.nodes):
+        needs[node] = any(
+            user.op == "output"
+            or (_is_view(user) and needs[user])
+            or (user.op == "call_function" and _is_extern(user.target))
+            for user in node.users)
+    return needs
+
+
+def _is_extern(target):
+    if isinstance(target, Prim):
+        return target.name not in lowerings
+    return isinstance(target, torch._ops.OpOverload)
+
+
+class _OpCounter:
+    """An ops handler that adds up what one element costs: compute (OP_COST) and loads."""
+
+    def __init__(self):
+        self.cost = 0
+        self.loads = 0
+
+    def load(self, name, index):
+        self.loads += 1
+
+    def constant(self, value, dtype):
+        pass
+
+    def index_expr(self, expr, dtype):
+        pass
+
+    def indirect_indexing(self, x, size):
+        return ir.Var("indirect", size, indirect=True)
+
+    def masked(self, mask, body, other):
+        self.cost += 1
+        return body()
+
+    def __getattr__(self, name):
+        def op(*args):
+            self.cost += OP_COST.get(name, 1)
+
+        return op
+
+
+def count_ops(pointwise):
+    """(compute cost, loads) of one element of ``pointwise``, counting inlined producers."""
+    counter = _OpCounter()
+    with V.set_ops_handler(counter):
+        pointwise.inner_fn(ir.index_vars("x", pointwise.ranges))
+    return counter.cost, counter.loads
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def check_tensor(what, x):
+    if not isinstance(x, torch.Tensor):
+        raise NotImplementedError(f"inductor: {what} is a {type(x).__name__}; only tensors are supported")
+    if x.device.type not in ("cpu", "meta"):
+        raise NotImplementedError(
+            f"inductor: {what} is on {x.device}; only CPU tensors are supported "
+            "(the Triton backend for CUDA is not written yet)")
+    if x.dtype not in ir.SUPPORTED_DTYPES:
+        raise NotImplementedError(f"inductor: {what} has unsupported dtype {x.dtype}")
+
+
+def _storage(value):
+    return value.data if isinstance(value, ir.ReinterpretView) else value
+
+
+def _layout_of(meta):
+    return ir.Layout(meta.dtype, meta.shape, meta.stride())
+
+
+def _c_identifier(name):
+    return re.sub(r"\W", "_", name)
+
+
+def _map(fn, value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(fn, v) for v in value)
+    return fn(value)

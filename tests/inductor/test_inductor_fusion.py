@@ -1,0 +1,118 @@
+"""The scheduler: what fuses, what must not, dead buffers, local buffers and buffer reuse."""
+import torch
+import torch.nn.functional as F
+
+from inductor_helpers import check_prims, check_torch, generated, prim_graph, torch_graph
+from tinydynamo import prims, set_logs
+from tinydynamo.inductor.scheduler import ExternKernelSchedulerNode, FusedSchedulerNode
+
+
+def kernels_of(fn, inputs, graph=torch_graph):
+    scheduler, module = generated(graph(fn, inputs), inputs)
+    return scheduler, module.kernel_count
+
+
+def test_a_pointwise_chain_is_one_kernel_with_no_intermediate_buffers():
+    x = torch.randn(64, 32)
+    scheduler, count = kernels_of(lambda x: torch.sigmoid(torch.tanh(x) * 2 + 1).relu(), [x])
+    assert count == 1
+    assert scheduler.workspace_size == 0
+    check_torch(lambda x: torch.sigmoid(torch.tanh(x) * 2 + 1).relu(), [x])
+
+
+def test_softmax_over_rows_is_one_kernel_with_row_local_statistics():
+    x = torch.randn(16, 128)
+    scheduler, count = kernels_of(lambda x: torch.softmax(x, -1), [x])
+    assert count <= 2
+    (kernel,) = scheduler.kernels
+    # row max, exp(x - max) (computed once, read by the sum and the output) and row sum
+    assert kernel.outer == (16,) and len(kernel.local_buffers) == 3
+    check_torch(lambda x: torch.softmax(x, -1), [x])
+
+
+def test_layer_norm_is_one_kernel():
+    x, w, b = torch.randn(8, 4, 96), torch.randn(96), torch.randn(96)
+    fn = lambda x, w, b: F.layer_norm(x, (96,), w, b)  # noqa: E731
+    scheduler, count = kernels_of(fn, [x, w, b])
+    assert count == 1 and scheduler.kernels[0].outer == (8, 4)
+    check_torch(fn, [x, w, b], atol=1e-5, rtol=1e-5)
+
+
+def test_a_costly_value_read_by_several_reductions_is_computed_once_in_a_row_buffer():
+    x, bias, r, w, b = (torch.randn(32, 48), torch.randn(48), torch.randn(32, 48), torch.randn(48),
+                        torch.randn(48))
+
+    def fn(x, bias, r, w, b):
+        return F.layer_norm(F.gelu(x + bias, approximate="tanh") + r, (48,), w, b)
+
+    scheduler, count = kernels_of(fn, [x, bias, r, w, b])
+    assert count == 1
+    local = scheduler.kernels[0].local_buffers
+    assert 48 in local.values()  # the gelu+residual row, computed once, kept per thread
+    check_torch(fn, [x, bias, r, w, b], atol=1e-5, rtol=1e-5)
+
+
+def test_a_column_reduction_is_not_fused_with_its_row_wise_consumer():
+    """out[i, j] = x[i, j] * colsum[j] needs every row of x summed first: two kernels."""
+    x = torch.randn(24, 24)
+    fn = lambda x: x * x.sum(0, keepdim=True)  # noqa: E731
+    scheduler, count = kernels_of(fn, [x])
+    assert count == 2
+    check_torch(fn, [x], atol=1e-5, rtol=1e-5)
+
+
+def test_a_transposed_read_of_a_buffer_is_not_fused_with_its_producer():
+    def fn(x):
+        rowmax = prims.amax(x, [1])
+        y = prims.sub(x, prims.broadcast_in_dim(rowmax, [16, 16], [0]))  # y is realized: an output
+        return y, prims.add(y, prims.permute(y, [1, 0]))
+
+    x = torch.randn(16, 16)
+    scheduler, count = kernels_of(fn, [x], graph=prim_graph)
+    assert count == 2
+    check_prims(fn, [x])
+
+
+def test_dead_buffers_are_removed():
+    def fn(x):
+        prims.amax(x, [1])  # realized (a reduction) but read by nobody
+        return prims.exp(x)
+
+    x = torch.randn(8, 8)
+    scheduler, count = kernels_of(fn, [x], graph=prim_graph)
+    assert count == 1 and [n.name for n in scheduler.nodes] == ["buf1"]
+    check_prims(fn, [x])
+
+
+def test_freed_workspace_buffers_are_reused():
+    def fn(x, w):
+        a = prims.mm(prims.exp(x), w)  # exp(x) lives in the workspace until the mm has read it
+        b = prims.mm(prims.tanh(a), w)  # tanh(a) can take its place
+        return prims.add(b, 1.0)
+
+    x, w = torch.randn(32, 32), torch.randn(32, 32)
+    scheduler, count = kernels_of(fn, [x, w], graph=prim_graph)
+    assert count == 3
+    assert sum(isinstance(k, ExternKernelSchedulerNode) for k in scheduler.kernels) == 2
+    assert len(scheduler.workspace_offsets) == 2
+    assert set(scheduler.workspace_offsets.values()) == {0}
+    assert scheduler.workspace_size == 32 * 32 * 4
+    check_prims(fn, [x, w], atol=1e-4, rtol=1e-4)
+
+
+def test_independent_reductions_of_the_same_input_share_a_kernel():
+    x = torch.randn(16, 40)
+    fn = lambda x: (x.amax(1), x.sum(1), x.amin(1))  # noqa: E731
+    scheduler, count = kernels_of(fn, [x])
+    assert count == 1 and isinstance(scheduler.kernels[0], FusedSchedulerNode)
+    check_torch(fn, [x], atol=1e-5, rtol=1e-5)
+
+
+def test_schedule_log_explains_fusion_decisions(capsys):
+    set_logs("schedule")
+    try:
+        kernels_of(lambda x: x * x.sum(0, keepdim=True), [torch.randn(8, 8)])
+    finally:
+        set_logs("")
+    err = capsys.readouterr().err
+    assert "[tinydynamo:schedule]" in err and "not fusing" in err and "outside the outer iteration" in err
