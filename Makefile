@@ -30,12 +30,13 @@ pytest: install
 test-hook: install
 	tools/test_hook.sh
 
-# The dynamo tests under pyenv's CPython 3.12 (not in CI: torch for 3.12 is a large CUDA build from PyPI).
+# The dynamo and hook tests under pyenv's CPython 3.12. Not in CI: torch for 3.12 is a large CUDA
+# build from PyPI (several GB with its CUDA libraries).
 PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
 VENV312 := build/venv-3.12
 test-py312:
 	test -x $(VENV312)/bin/python || $(firstword $(PY312)) -m venv $(VENV312)
-	$(VENV312)/bin/python -m pip install -q -e '.[dev]'
+	$(VENV312)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
 	$(VENV312)/bin/python setup.py -q build_ext --inplace
 	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
@@ -55,6 +56,9 @@ grade: install
 
 bench: install
 	$(PY) -m tinydynamo.bench $(BENCH_ARGS)
+
+demo: install
+	$(PY) -m tinydynamo.bench.demo
 
 clean:
 	rm -rf _build
