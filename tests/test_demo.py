@@ -1,10 +1,12 @@
 """``make demo`` runs the tiny GPT's training step through the whole stack and reports on it."""
 import re
 
+import tinydynamo
 from tinydynamo.bench import demo
 
 
 def test_demo_reports_every_stage(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(tinydynamo.config, "cache_dir", tinydynamo.config.cache_dir)  # restored afterwards
     monkeypatch.setattr(demo.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
     demo.main()
     out = capsys.readouterr().out
