@@ -173,7 +173,9 @@ def _interleave(calls, results, device, rounds, n):
 
 def _derive(workload, results, copy_gbps, device, quick):
     eager = results["eager"].median_s
-    args = workload.build(device, quick)[1] if workload.bytes_moved else None
+    # Quick sizes fit in the caches, so a bandwidth figure would compare cache speed with a copy
+    # through main memory: it is only reported for full-size runs.
+    args = workload.build(device, quick)[1] if workload.bytes_moved and not quick else None
     for result in results.values():
         if result.median_s is None:
             continue

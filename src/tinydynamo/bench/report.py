@@ -87,7 +87,8 @@ def to_markdown(data):
     lines = [
         f"Benchmark on {env.get('gpu') or env['machine'] + ' CPU'} ({env['cpu_count']} cores), "
         f"{env['date']}; torch {env['torch']}, triton {env['triton']}, python {env['python']}."
-        + (" Quick mode: sizes are smaller than the descriptions say." if env["quick"] else ""),
+        + (" Quick mode: sizes are smaller than the descriptions say, and no bandwidth is reported."
+           if env["quick"] else ""),
         f"Copy bandwidth: {data['copy_bandwidth_gbps']:.1f} GB/s. Cells: median time (speedup over eager).",
         "",
         "| workload | backend | " + " | ".join(VARIANTS) + " | first call (s): " + ", ".join(VARIANTS) + " |",
