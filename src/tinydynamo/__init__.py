@@ -16,7 +16,17 @@ from .utils import stats
 
 # The dynamo API is imported on first use: importing dynamo imports torch, and the frame hook's
 # own tests import tinydynamo._C on Pythons that have no torch.
-_DYNAMO_API = ("OptimizedModule", "Unsupported", "compile", "explain", "reset")
+_DYNAMO_API = ("OptimizedModule", "Unsupported", "compile", "explain")
+
+
+def reset():
+    """Clear every cache: compiled frames, guards and resume functions (dynamo), the kernels loaded
+    in this process (inductor; the on-disk cache stays), and the counters behind ``stats()``."""
+    from .dynamo import reset as reset_dynamo
+    from .inductor import codecache
+
+    reset_dynamo()
+    codecache.clear()
 
 
 def __getattr__(name):
@@ -28,4 +38,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["config", "set_logs", "stats", *_DYNAMO_API]
+__all__ = ["config", "reset", "set_logs", "stats", *_DYNAMO_API]

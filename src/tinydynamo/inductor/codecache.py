@@ -93,6 +93,11 @@ def cache_key(source):
 _loaded = {}  # key -> ctypes.CDLL, for this process
 
 
+def clear():
+    """Forget the libraries loaded in this process (the files on disk stay, as a cache)."""
+    _loaded.clear()
+
+
 def load(source):
     """The loaded shared library for ``source``, compiling it only if no cached copy exists."""
     key = cache_key(source)
