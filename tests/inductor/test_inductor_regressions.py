@@ -50,3 +50,18 @@ def test_cat_then_gelu_after_a_bool_kernel():
     type-based alias analysis. The kernels are now compiled with -fno-strict-aliasing."""
     a, b = torch.randn(3), torch.randn(1, dtype=torch.float64)
     check_torch(lambda a, b: (torch.eq(a, b), F.gelu(torch.cat([b, b], 0))), [a, b])
+
+
+def test_a_graph_whose_outputs_are_all_views_of_inputs():
+    """AOT autograd moves every output that is a view of an input out of the graph, which can leave
+    the compiled graph with no outputs at all; its wrapper used to return the invalid ``(,)``."""
+    import torch._dynamo
+
+    from tinydynamo.backends import lookup_backend
+
+    torch._dynamo.reset()
+    x = torch.randn(3, 4)
+    compiled = torch.compile(lambda t: t.t(), backend=lookup_backend("inductor"), dynamic=False)
+    out = compiled(x)
+    torch.testing.assert_close(out, x.t())
+    assert out._base is x or out.data_ptr() == x.data_ptr()

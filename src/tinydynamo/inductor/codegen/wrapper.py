@@ -152,7 +152,9 @@ class WrapperCodeGen:
         """Python source for an argument or output: a tensor expression or a constant."""
         if isinstance(value, (list, tuple)):
             items = ", ".join(self._value(v) for v in value)
-            return f"({items},)" if isinstance(value, tuple) else f"[{items}]"
+            if isinstance(value, list):
+                return f"[{items}]"
+            return f"({items},)" if value else "()"  # "(,)" is not Python: a graph may have no outputs
         if isinstance(value, ir.ReinterpretView):
             layout = value.layout
             return (f"reinterpret({self._value(value.data)}, {layout.size}, {layout.stride}, "

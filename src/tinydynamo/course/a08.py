@@ -1,0 +1,698 @@
+"""Assignment a08 (chapters 8-10, "Generating C++"): the C++ code generator, graded in place.
+
+The learner writes three pieces of ``tinydynamo.inductor.codegen.cpp``:
+
+1. ``CppOps``: the C++ expression of each pointwise op in ``LEARNER_OPS``, given operands that
+   are CSEVariables (the reference's ``CppOverrides``);
+2. ``loop(kernel, var, pragma=None)``, which writes one ``for`` loop, and
+   ``pointwise_body(kernel, body)``, the loop nest that computes one pointwise buffer inside a
+   kernel (``CppKernel._loop`` and ``CppKernel._pointwise_body``);
+3. ``reduction_init(reduction_type, dtype)``, the accumulator's start value, and
+   ``reduction_body(kernel, body, full_reduction)``, the loops that accumulate one reduction and
+   store its result (``reduction_init`` and ``CppKernel._reduction_body``).
+
+``swapped_codegen`` puts any of them into the real code generator and restores the reference on
+exit, even on error. Inside it, kernels compile into a fresh cache directory (so the learner's
+C++ is really compiled and run, never a cached library), a compile error is raised instead of
+being hidden by ``config.suppress_errors``, and every C++ source compiled is recorded.
+
+The checkers run real programs through the whole ``inductor`` backend (AOT autograd, prims,
+lowering, scheduling, then the learner's codegen and g++): named cases for each part, seeded
+random programs (the generator of ``tests/inductor/test_inductor_fuzz.py``, rewritten without
+hypothesis), and training steps of zoo models. Every result is compared with eager PyTorch. A
+failure names the case and says what went wrong: the largest error, the learner's exception and
+line, the C++ compiler's first errors, or a pragma that the generated kernel lacks.
+"""
+import atexit
+import collections
+import contextlib
+import copy
+import dataclasses
+import math
+import os
+import random
+import re
+import shutil
+import sysconfig
+import tempfile
+import traceback
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .. import config
+from ..backends import lookup_backend
+from ..inductor import codecache
+from ..inductor.codegen import cpp
+from .a07 import as_graph_module, build_model, compare, error_text, report  # noqa: F401 (report: for notebooks)
+
+# The pointwise ops whose C++ the learner writes; every other op keeps the reference's.
+LEARNER_OPS = ("neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "reciprocal", "add", "sub", "mul",
+               "div", "maximum", "minimum", "lt", "where", "to_dtype")
+
+f32, f64, bf16 = torch.float32, torch.float64, torch.bfloat16
+i32, i64, b8 = torch.int32, torch.int64, torch.bool
+F32_TOL = dict(atol=1e-4, rtol=1e-4)  # float32 math functions may differ from eager's in the last bit
+F64_TOL = dict(atol=1e-9, rtol=1e-9)
+BF16_TOL = dict(atol=3e-2, rtol=3e-2)  # ... which can flip a bfloat16 rounding
+TRAINING_TOL = dict(atol=2e-5, rtol=1e-4)
+
+
+# --------------------------------------------------------------------------- the swap
+
+
+@dataclasses.dataclass
+class Swap:
+    """What happened inside ``swapped_codegen``: the C++ sources compiled, calls of each piece."""
+
+    sources: list = dataclasses.field(default_factory=list)
+    calls: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+
+@contextlib.contextmanager
+def _replaced(owner, name, value):
+    """``owner.name = value`` for the duration (owner: a class or a module)."""
+    original = owner.__dict__[name]
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def _counted(swap, label, fn):
+    def piece(*args, **kwargs):
+        swap.calls[label] += 1
+        return fn(*args, **kwargs)
+
+    return piece
+
+
+def _recording_load(swap, load):
+    def recording_load(source):
+        swap.sources.append(source)
+        return load(source)
+
+    return recording_load
+
+
+def _replacements(swap, ops, loop, pointwise_body, reduction_init, reduction_body):
+    """(owner, attribute, new value) for every piece given."""
+    found = []
+    if ops is not None:
+        found += [(cpp.CppOverrides, name, staticmethod(_counted(swap, name, getattr(ops, name))))
+                  for name in LEARNER_OPS]
+    pieces = [(cpp.CppKernel, "_loop", "loop", loop),
+              (cpp.CppKernel, "_pointwise_body", "pointwise_body", pointwise_body),
+              (cpp, "reduction_init", "reduction_init", reduction_init),
+              (cpp.CppKernel, "_reduction_body", "reduction_body", reduction_body)]
+    found += [(owner, name, _counted(swap, label, fn)) for owner, name, label, fn in pieces if fn is not None]
+    found.append((codecache, "load", _recording_load(swap, codecache.load)))
+    return found
+
+
+@contextlib.contextmanager
+def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=None, reduction_body=None):
+    """The C++ code generator with the given learner pieces in place of the reference's.
+
+    Yields a :class:`Swap`. Kernels compile into a new, empty cache directory.
+    """
+    swap = Swap()
+    cache_dir = tempfile.mkdtemp(prefix="tinydynamo-a08-")  # kept until exit: errors name its files
+    atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+    loaded = dict(codecache._loaded)
+    codecache._loaded.clear()  # libraries this process loaded before: not the learner's
+    try:
+        with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=False), \
+                contextlib.ExitStack() as stack:
+            for owner, name, value in _replacements(swap, ops, loop, pointwise_body, reduction_init,
+                                                    reduction_body):
+                stack.enter_context(_replaced(owner, name, value))
+            yield swap
+    finally:
+        codecache._loaded.clear()
+        codecache._loaded.update(loaded)
+
+
+def missing_ops(ops):
+    """The LEARNER_OPS that ``ops`` does not define."""
+    return [name for name in LEARNER_OPS if not callable(getattr(ops, name, None))]
+
+
+# --------------------------------------------------------------------------- running a program
+
+
+class FunctionModule(nn.Module):
+    """An nn.Module whose forward is ``fn``: what ``as_graph_module`` calls."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return self.fn(*inputs)
+
+
+def compile_and_run(fn, inputs):
+    """``fn(*inputs)`` through the inductor backend (AOT autograd, prims, loop IR, C++)."""
+    gm = as_graph_module(FunctionModule(fn), len(inputs))
+    with torch.no_grad():
+        compiled = lookup_backend("inductor")(gm, list(inputs))
+        return compiled(*inputs)
+
+
+_NOT_LEARNER_CODE = (
+    os.path.dirname(torch.__file__),
+    os.path.dirname(os.path.dirname(__file__)),
+    sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["stdlib"],
+)
+
+
+def learner_location(error):
+    """' (in fn, line n: source)' for the innermost frame of the learner's code, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_NOT_LEARNER_CODE)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    source = f": {frame.line.strip()}" if frame.line else ""
+    return f" (in {frame.name}, line {frame.lineno}{source})"
+
+
+def compiler_errors(error, limit=2):
+    """The source path and the first ``limit`` errors (each with its source line) of g++."""
+    message = str(error)
+    path = message.split("generated kernel ", 1)[1].split(" failed:", 1)[0]
+    lines = message.splitlines()
+    shown = []
+    for i, line in enumerate(lines):
+        if ": error:" in line and len(shown) < 2 * limit:
+            shown += [line.replace(path, os.path.basename(path)).strip()]
+            if i + 1 < len(lines) and "|" in lines[i + 1]:
+                shown.append(lines[i + 1].strip())
+    return path, shown
+
+
+def describe_error(error):
+    """What an exception raised while compiling or running a program says, for feedback."""
+    if isinstance(error, codecache.CppCompileError):
+        path, errors = compiler_errors(error)
+        return "the C++ compiler rejected the generated code (" + path + "):\n    " + "\n    ".join(errors)
+    return f"raised {error_text(error)}{learner_location(error)}"
+
+
+# --------------------------------------------------------------------------- named cases
+
+
+@dataclasses.dataclass
+class Case:
+    """A function of torch ops, its inputs, and what its generated C++ must contain."""
+
+    name: str
+    fn: Callable
+    make_inputs: Callable  # () -> list of tensors, the same on every call
+    tolerance: dict = dataclasses.field(default_factory=lambda: dict(F32_TOL))
+    source_checks: tuple = ()  # (regular expression, what it means), searched in the C++ source
+    details: str = ""  # shown after a failure (a random program's listing)
+
+
+def tensors(seed, *specs):
+    """Seeded inputs: each spec is (shape, dtype); integers in [-4, 4], bools half true."""
+    generator = torch.Generator().manual_seed(seed)
+    made = []
+    for shape, dtype in specs:
+        if dtype == b8:
+            made.append(torch.rand(shape, generator=generator) > 0.5)
+        elif dtype.is_floating_point:
+            made.append(torch.randn(shape, generator=generator, dtype=f64).to(dtype))
+        else:
+            made.append(torch.randint(-4, 5, shape, generator=generator, dtype=dtype))
+    return made
+
+
+def inputs_of(*specs, seed=0, edit=None):
+    """A ``make_inputs`` for specs; ``edit(list)`` may change the tensors (put nans in...)."""
+
+    def make():
+        made = tensors(seed, *specs)
+        if edit is not None:
+            edit(made)
+        return made
+
+    return make
+
+
+def _with_specials(made):
+    """Put nan, ±inf and ±0 in the first row of each tensor, shifted by one from tensor to tensor."""
+    specials = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -2.5, 40.0])
+    for k, tensor in enumerate(made):
+        row = tensor[0]
+        n = min(len(row), len(specials))
+        row[:n] = specials.roll(k)[:n].to(row.dtype)
+
+
+def _positive_divisors(made):
+    made[1].abs_().add_(1)
+
+
+SIMD_INNER_LOOP = (r"#pragma omp simd\s*\n\s*for \(int64_t x1 ", "the row loop (x1) of a pointwise body "
+                   "inside the outer loop must carry `#pragma omp simd`")
+SIMD_MAX = (r"#pragma omp simd reduction\(max:\w+\)", "a max reduction must carry `#pragma omp simd "
+            "reduction(max:<accumulator>)` (with a reduction(|:...) for the nan flag)")
+SIMD_SUM = (r"#pragma omp simd reduction\(\+:\w+\)", "a sum must carry `#pragma omp simd reduction(+:<accumulator>)`")
+PARALLEL_SUM = (r"#pragma omp parallel for simd reduction\(\+:\w+\)",
+                "a large reduction of all elements must be split over threads: `#pragma omp parallel for "
+                "simd reduction(+:<accumulator>)`")
+
+
+def gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def _ops_cases():
+    basic = [
+        Case("gelu_tanh f32[4, 33]", gelu_tanh, inputs_of(((4, 33), f32))),
+        Case("sigmoid(x) * tanh(y) f32[5, 8]", lambda x, y: torch.sigmoid(x) * torch.tanh(y),
+             inputs_of(((5, 8), f32), ((5, 8), f32))),
+        Case("relu(x) - min(x, y) / (|y| + 1) f32[6, 7]",
+             lambda x, y: torch.relu(x) - torch.minimum(x, y) / (y.abs() + 1),
+             inputs_of(((6, 7), f32), ((6, 7), f32))),
+        Case("where(x < y, log(|x| + 1), sqrt(|y|) * rsqrt(|x| + 2)) f32[3, 9]",
+             lambda x, y: torch.where(x < y, torch.log(x.abs() + 1), torch.sqrt(y.abs()) * torch.rsqrt(x.abs() + 2)),
+             inputs_of(((3, 9), f32), ((3, 9), f32))),
+        Case("exp(-x) + 1 / x f32[4, 4]", lambda x: torch.exp(-x) + torch.reciprocal(x), inputs_of(((4, 4), f32))),
+    ]
+    extra = [
+        Case("gelu_tanh f64[3, 17]", gelu_tanh, inputs_of(((3, 17), f64)), F64_TOL),
+        Case("sigmoid(x) * tanh(y) bf16[5, 8]", lambda x, y: torch.sigmoid(x) * torch.tanh(y),
+             inputs_of(((5, 8), bf16), ((5, 8), bf16)), BF16_TOL),
+        Case("maximum and minimum with nan and ±inf f32[2, 8]",
+             lambda x, y: (torch.maximum(x, y), torch.minimum(x, y), torch.relu(x)),
+             inputs_of(((2, 8), f32), ((2, 8), f32), edit=_with_specials)),
+        Case("integer ops i64[4, 6]: -a + |b| * a - max(a, b) + relu(b)",
+             lambda a, b: -a + b.abs() * a - torch.maximum(a, b) + torch.relu(b),
+             inputs_of(((4, 6), i64), ((4, 6), i64))),
+        Case("integer ops i32[4, 6]: min(a, b) - (a < b)", lambda a, b: torch.minimum(a, b) - (a < b).int(),
+             inputs_of(((4, 6), i32), ((4, 6), i32))),
+        Case("integer division i64[3, 5]: trunc and floor",
+             lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b),
+             inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
+        Case("bool ops b8[4, 5]: max(a, b), a + b, a * b, where",
+             lambda a, b: (torch.maximum(a, b), a + b, a * b, torch.where(a, b, ~b)),
+             inputs_of(((4, 5), b8), ((4, 5), b8))),
+        Case("conversions f32[3, 8] -> i64, bool, f64, bf16",
+             lambda x: ((x * 3).long(), x.round().bool(), x.double() * 0.1, (x * 3).bfloat16() + 1),
+             inputs_of(((3, 8), f32), edit=_with_specials), dict(atol=1e-6, rtol=1e-6)),
+        Case("conversions i32[3, 8] -> f32, bool", lambda a: (a.float() / 3, a.bool(), a.sqrt()),
+             inputs_of(((3, 8), i32))),
+        Case("exp, log, sqrt of nan, ±inf, ±0 f32[2, 8]", lambda x: (x.exp(), x.log(), x.sqrt(), torch.rsqrt(x), -x),
+             inputs_of(((2, 8), f32), edit=_with_specials)),
+        Case("scalar constants f32[3, 5]: 2.5 - x, x * -1.5, x / -0.25, where(x < 0, -3.0, x)",
+             lambda x: (2.5 - x, x * -1.5, x / -0.25, torch.where(x < 0, -3.0, x)), inputs_of(((3, 5), f32))),
+    ]
+    return basic, extra
+
+
+def _pointwise_cases():
+    basic = [
+        Case("bias + relu f32[8, 33] + f32[33]", lambda x, b: torch.relu(x + b),
+             inputs_of(((8, 33), f32), ((33,), f32))),
+        Case("x + x.T f32[12, 12]", lambda x: x + x.t(), inputs_of(((12, 12), f32))),
+        Case("a 3-d tensor f32[3, 4, 5] * f32[4, 1]", lambda x, y: torch.tanh(x * y),
+             inputs_of(((3, 4, 5), f32), ((4, 1), f32))),
+        Case("softmax rows f32[6, 40] (two pointwise bodies in one kernel)", lambda x: torch.softmax(x, -1),
+             inputs_of(((6, 40), f32)), source_checks=(SIMD_INNER_LOOP,)),
+        Case("x - rowmax(x) and 2 * x f32[5, 12] (two bodies load the same elements)",
+             lambda x: (x - x.amax(1, keepdim=True), 2 * x), inputs_of(((5, 12), f32))),
+    ]
+    extra = [
+        Case("bias + gelu f32[256, 300] (parallel)", lambda x, b: gelu_tanh(x + b),
+             inputs_of(((256, 300), f32), ((300,), f32))),
+        Case("concatenation f32[4, 3] | f32[4, 5]", lambda x, y: torch.cat([x, y * 2], 1),
+             inputs_of(((4, 3), f32), ((4, 5), f32))),
+        Case("gather f32[5, 6] by i64[5, 3]", lambda x, i: x.gather(1, i) * 2,
+             lambda: [tensors(0, ((5, 6), f32))[0], torch.tensor([[0, 5, 2]] * 5)]),
+        Case("a strided slice x[:, 1::2] f32[6, 9]", lambda x: x[:, 1::2].exp(), inputs_of(((6, 9), f32))),
+        Case("size-1 dims f32[1, 7, 1] + f32[5, 1, 3]", lambda x, y: x + y,
+             inputs_of(((1, 7, 1), f32), ((5, 1, 3), f32))),
+        Case("layer_norm f32[2, 3, 16]", lambda x, w, b: F.layer_norm(x, (16,), w, b),
+             inputs_of(((2, 3, 16), f32), ((16,), f32), ((16,), f32)), source_checks=(SIMD_INNER_LOOP,)),
+        Case("a 0-d tensor", lambda x: x * 2 + 1, lambda: [torch.tensor(1.5)]),
+    ]
+    return basic, extra
+
+
+def _reduction_cases():
+    basic = [
+        Case("softmax rows f32[6, 40]", lambda x: torch.softmax(x, -1), inputs_of(((6, 40), f32)),
+             source_checks=(SIMD_MAX, SIMD_SUM)),
+        Case("layer_norm f32[5, 24]", lambda x: F.layer_norm(x, (24,)), inputs_of(((5, 24), f32))),
+        Case("sum over columns f32[9, 7]", lambda x: x.sum(0), inputs_of(((9, 7), f32))),
+        Case("amax of negative rows, amin of positive rows, with nan f32[4, 9]",
+             lambda x: ((-x.abs() - 1).amax(1), (x.abs() + 1).amin(1), x.amax(1)),
+             inputs_of(((4, 9), f32), edit=_with_specials)),
+    ]
+    extra = [
+        Case("prod f64[3, 6]", lambda x: x.prod(1), inputs_of(((3, 6), f64)), F64_TOL),
+        Case("argmax and argmin with ties i64[5, 8]", lambda x: (x.argmax(1), x.argmin(0)), inputs_of(((5, 8), i64))),
+        Case("argmax and argmin with nan f32[4, 9]", lambda x: (x.argmax(1), x.argmin(1)),
+             inputs_of(((4, 9), f32), edit=_with_specials)),
+        Case("sum of int32 products that wrap around i32[3, 10] (an int64 result)",
+             lambda x: (x * 1_000_000_000).sum(1),
+             inputs_of(((3, 10), i32))),
+        Case("any and all b8[4, 6]", lambda x: (x.any(1), x.all(1), x.any(0)), inputs_of(((4, 6), b8))),
+        Case("sum of all 2^16 elements f32[256, 256] (parallel)", lambda x: x.sum(),
+             inputs_of(((256, 256), f32)), dict(atol=1e-3, rtol=1e-4), source_checks=(PARALLEL_SUM,)),
+        Case("mean and var over dims 0 and 2 of f32[4, 3, 5]",
+             lambda x: (x.mean((0, 2)), x.var((0, 2), correction=0)), inputs_of(((4, 3, 5), f32))),
+        Case("sum over the middle dim f32[3, 4, 5]", lambda x: x.sum(1).exp(), inputs_of(((3, 4, 5), f32))),
+        Case("log_softmax bf16[4, 20]", lambda x: torch.log_softmax(x, -1), inputs_of(((4, 20), bf16)), BF16_TOL),
+        Case("max over an all -inf row f32[2, 5]", lambda x: (x.amax(1), torch.softmax(x, 1)),
+             lambda: [torch.tensor([[-math.inf] * 5, [1.0, 2.0, -math.inf, 0.0, 3.0]])]),
+        Case("a reduction of an empty dim f32[3, 0]", lambda x: x.sum(1) + 1, lambda: [torch.zeros(3, 0)]),
+    ]
+    return basic, extra
+
+
+_CASES = {"ops": _ops_cases, "pointwise": _pointwise_cases, "reductions": _reduction_cases}
+
+
+def cases(part, extra=False):
+    """The named cases of a part ("ops", "pointwise", "reductions"): visible, or extra (hidden)."""
+    basic, more = _CASES[part]()
+    return more if extra else basic
+
+
+def run_case(case, swap):
+    """None if ``case`` gives eager's result through the swapped code generator, else why not."""
+    inputs = case.make_inputs()
+    expected = case.fn(*inputs)
+    first = len(swap.sources)
+    try:
+        actual = compile_and_run(case.fn, inputs)
+    except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
+        return describe_error(error)
+    problem = compare(actual, expected, case.tolerance, reference="eager")
+    if problem:
+        return problem
+    source = "\n".join(swap.sources[first:])
+    for pattern, meaning in case.source_checks:
+        if not re.search(pattern, source):
+            return f"correct values, but {meaning}"
+    return None
+
+
+def check_cases(case_list, **pieces):
+    """Run each case with the learner's pieces swapped in; one failure message per bad case."""
+    if "ops" in pieces and missing_ops(pieces["ops"]):
+        return [f"your CppOps has no method(s) {', '.join(missing_ops(pieces['ops']))}"]
+    failures = []
+    with swapped_codegen(**pieces) as swap:
+        for case in case_list:
+            problem = run_case(case, swap)
+            if problem:
+                failures.append(f"{case.name}: {problem}{case.details}")
+    return failures
+
+
+def check_part(part, extra=False, **pieces):
+    """The cases of ``part`` with the learner's pieces; one failure per bad case."""
+    return check_cases(cases(part, extra), **pieces)
+
+
+def show_kernels(fn, *inputs, **pieces):
+    """Print the C++ kernels that the swapped code generator writes for ``fn(*inputs)`` (without
+    the prelude), or what went wrong."""
+    if "ops" in pieces and missing_ops(pieces["ops"]):
+        print(f"your CppOps has no method(s) {', '.join(missing_ops(pieces['ops']))}")
+        return
+    with swapped_codegen(**pieces) as swap:
+        try:
+            compile_and_run(fn, list(inputs))
+        except Exception as error:  # noqa: BLE001 - shown, not raised
+            print(describe_error(error))
+        for source in swap.sources:
+            print(source[source.index("// kernel0"):] if "// kernel0" in source else source)
+
+
+# --------------------------------------------------------------------------- random programs
+
+
+def _views():
+    return {
+        "permute": lambda x, dims: x.permute(dims),
+        "flatten": lambda x, start: x.flatten(start, start + 1),
+        "unflatten": lambda x, dim, sizes: x.unflatten(dim, sizes),
+        "slice": lambda x, dim, start, step: x.narrow(dim, start, x.shape[dim] - start)[
+            (slice(None),) * dim + (slice(None, None, step),)],
+        "expand": lambda x, dim, size: x.unsqueeze(dim).expand(*x.shape[:dim], size, *x.shape[dim:]),
+        "transpose_contiguous": lambda x: x.transpose(0, -1).contiguous(),
+    }
+
+
+UNARY_FLOAT = {"exp": torch.exp, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
+               "gelu": F.gelu, "sqrt_abs": lambda x: torch.sqrt(x.abs()),
+               "rsqrt_abs1": lambda x: torch.rsqrt(x.abs() + 1),
+               "log1p_abs": lambda x: torch.log1p(x.abs()), "reciprocal": torch.reciprocal, "floor": torch.floor}
+UNARY_NUMBER = {"neg": torch.neg, "abs": torch.abs, "square": lambda x: x * x}
+BINARY = {"add": torch.add, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum, "div": torch.div,
+          "gt": torch.gt, "eq": torch.eq, "lt": torch.lt}
+REDUCE = {"sum": torch.sum, "amax": torch.amax, "amin": torch.amin}
+REDUCE_FLOAT = {"mean": torch.mean, "softmax": lambda x, dim, keepdim: torch.softmax(x, dim),
+                "log_softmax": lambda x, dim, keepdim: torch.log_softmax(x, dim)}
+VIEW_OPS = tuple(_views())
+PROGRAM_OPS = {**UNARY_FLOAT, **UNARY_NUMBER, **BINARY, **REDUCE, **REDUCE_FLOAT, **_views(),
+               "sub": torch.sub, "argmax": lambda x, dim: x.argmax(dim), "to": lambda x, dtype: x.to(dtype),
+               "where": torch.where, "cat": lambda a, b, dim: torch.cat([a, b], dim),
+               "scalar_add": lambda x, s: x + s, "scalar_mul": lambda x, s: s * x,
+               "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]), "sum_all": torch.sum}
+FLOATS = (f32, f64, bf16)
+PROGRAM_DTYPES = (f32, f32, f32, f64, i64, i32, b8, bf16)
+
+
+class Program:
+    """Steps ``(op, operand indices, params)`` over a pool of values that starts with the inputs."""
+
+    def __init__(self, seed, inputs):
+        self.seed = seed
+        self.inputs = inputs  # [(shape, dtype)]
+        self.steps = []
+        self.outputs = []
+        self.dtypes_inside = set()
+
+    def make_inputs(self):
+        return tensors(self.seed, *self.inputs)
+
+    def __call__(self, *inputs):
+        pool = list(inputs)
+        for op, operands, params in self.steps:
+            pool.append(PROGRAM_OPS[op](*[pool[i] for i in operands], **params))
+        return tuple(pool[i] for i in self.outputs)
+
+    def tolerance(self):
+        if bf16 in self.dtypes_inside:
+            return BF16_TOL
+        return F32_TOL if f32 in self.dtypes_inside else F64_TOL
+
+    def __repr__(self):
+        lines = [f"v{i} = input{tuple(shape)} {dtype}" for i, (shape, dtype) in enumerate(self.inputs)]
+        for k, (op, operands, params) in enumerate(self.steps):
+            args = ", ".join([f"v{i}" for i in operands] + [f"{p}={v!r}" for p, v in params.items()])
+            lines.append(f"v{len(self.inputs) + k} = {op}({args})")
+        lines.append(f"return {', '.join(f'v{i}' for i in self.outputs)}")
+        return "\n".join(lines)
+
+
+def random_program(seed, max_steps=6):
+    """A small random program, the same for the same seed."""
+    rng = random.Random(seed)
+    base = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
+    inputs = [(tuple(base), rng.choice(PROGRAM_DTYPES))]
+    for _ in range(rng.randint(0, 2)):
+        inputs.append((tuple(s if rng.random() < 0.6 else 1 for s in base), rng.choice(PROGRAM_DTYPES)))
+    program = Program(seed, inputs)
+    metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in inputs]
+    computed = []  # values that a kernel computes (the others are views of the inputs)
+    for _ in range(rng.randint(2, max_steps)):
+        _add_step(program, metas, computed, _random_step(rng, metas, len(inputs)))
+    if not computed:  # a program of views only would compile no kernel: compute something
+        _add_step(program, metas, computed, _scalar_step(rng, metas, len(metas) - 1, metas[-1], len(inputs)))
+    program.dtypes_inside = {m.dtype for m in metas}
+    program.outputs = sorted({computed[-1], rng.choice(computed)})
+    return program
+
+
+def _add_step(program, metas, computed, step):
+    if step is None:
+        return
+    op, operands, params = step
+    program.steps.append(step)
+    metas.append(PROGRAM_OPS[op](*[metas[i] for i in operands], **params))
+    aliases = op in VIEW_OPS or (op == "to" and params["dtype"] == metas[operands[0]].dtype)
+    if not aliases or operands[0] in computed:
+        computed.append(len(metas) - 1)
+
+
+def _broadcasts(a, b):
+    try:
+        torch.broadcast_shapes(a, b)
+        return True
+    except RuntimeError:
+        return False
+
+
+STEP_KINDS = ("unary", "unary", "unary", "binary", "binary", "binary", "reduce", "reduce", "view", "view", "to",
+              "where", "cat", "scalar", "norm", "reduce_all")
+
+
+def _random_step(rng, metas, n_inputs, attempts=4):
+    """A step on a random value; some kinds do not apply to the value drawn, so draw again."""
+    for _ in range(attempts):
+        i = rng.randrange(len(metas))
+        step = _STEP_MAKERS[rng.choice(STEP_KINDS)](rng, metas, i, metas[i], n_inputs)
+        if step is not None:
+            return step
+    return None
+
+
+def _unary_step(rng, metas, i, x, n_inputs):
+    table = UNARY_FLOAT if x.dtype in FLOATS else UNARY_NUMBER if x.dtype != b8 else {}
+    return (rng.choice(sorted(table)), [i], {}) if table else None
+
+
+def _partners(metas, x, shape=None):
+    return [j for j, m in enumerate(metas) if _broadcasts(shape or x.shape, m.shape)
+            and (m.dtype == b8) == (x.dtype == b8)]
+
+
+def _binary_step(rng, metas, i, x, n_inputs):
+    j = rng.choice(_partners(metas, x))
+    ops = sorted(BINARY) + ([] if x.dtype == b8 else ["sub"])
+    return rng.choice(ops), [i, j], {}
+
+
+def _where_step(rng, metas, i, x, n_inputs):
+    j = rng.choice(_partners(metas, x))
+    shape = torch.broadcast_shapes(x.shape, metas[j].shape)
+    conditions = [k for k, m in enumerate(metas) if m.dtype == b8 and _broadcasts(shape, m.shape)]
+    return ("where", [rng.choice(conditions), i, j], {}) if conditions else None
+
+
+def _reduce_step(rng, metas, i, x, n_inputs):
+    if x.ndim == 0:
+        return None
+    dim = rng.randrange(x.ndim)
+    if i < n_inputs and x.dtype != b8 and rng.random() < 0.3:
+        return "argmax", [i], {"dim": dim}  # on inputs only: computed values may tie differently
+    table = sorted(REDUCE) + (sorted(REDUCE_FLOAT) if x.dtype in FLOATS else [])
+    if x.dtype == b8:
+        table = ["amax", "amin"]
+    return rng.choice(table), [i], {"dim": dim, "keepdim": rng.random() < 0.5}
+
+
+def _view_step(rng, metas, i, x, n_inputs):
+    if x.ndim == 0:
+        return None
+    kind = rng.choice(["permute", "flatten", "unflatten", "slice", "expand", "transpose_contiguous"])
+    if kind == "permute":
+        return "permute", [i], {"dims": rng.sample(range(x.ndim), x.ndim)}
+    if kind == "flatten" and x.ndim >= 2:
+        return "flatten", [i], {"start": rng.randrange(x.ndim - 1)}
+    if kind == "unflatten":
+        dim = rng.randrange(x.ndim)
+        factor = rng.choice([f for f in range(1, x.shape[dim] + 1) if x.shape[dim] % f == 0] or [1])
+        return "unflatten", [i], {"dim": dim, "sizes": (factor, x.shape[dim] // factor)}
+    if kind == "slice" and all(x.shape):
+        dim = rng.randrange(x.ndim)
+        return "slice", [i], {"dim": dim, "start": rng.randrange(x.shape[dim]), "step": rng.randint(1, 2)}
+    if kind == "expand" and x.ndim < 4:
+        return "expand", [i], {"dim": rng.randint(0, x.ndim), "size": rng.randint(1, 3)}
+    return "transpose_contiguous", [i], {}
+
+
+def _to_step(rng, metas, i, x, n_inputs):
+    targets = [d for d in PROGRAM_DTYPES if i < n_inputs or not x.dtype.is_floating_point or d in FLOATS]
+    return "to", [i], {"dtype": rng.choice(targets)}
+
+
+def _cat_step(rng, metas, i, x, n_inputs):
+    if x.ndim == 0:
+        return None
+    dim = rng.randrange(x.ndim)
+    partners = [j for j, m in enumerate(metas) if m.dtype == x.dtype and m.ndim == x.ndim
+                and all(m.shape[d] == x.shape[d] for d in range(x.ndim) if d != dim)]
+    return "cat", [i, rng.choice(partners)], {"dim": dim}
+
+
+def _scalar_step(rng, metas, i, x, n_inputs):
+    value = True if x.dtype == b8 else rng.choice([2, -1, 0.5, 3.25] if x.dtype in FLOATS else [2, -1, 3])
+    return rng.choice(["scalar_add", "scalar_mul"]), [i], {"s": value}
+
+
+def _norm_step(rng, metas, i, x, n_inputs):
+    return ("layer_norm", [i], {}) if x.dtype in FLOATS and x.ndim else None
+
+
+def _reduce_all_step(rng, metas, i, x, n_inputs):
+    return None if x.dtype == b8 else ("sum_all", [i], {})
+
+
+_STEP_MAKERS = {"unary": _unary_step, "binary": _binary_step, "where": _where_step, "reduce": _reduce_step,
+                "view": _view_step, "to": _to_step, "cat": _cat_step, "scalar": _scalar_step,
+                "norm": _norm_step, "reduce_all": _reduce_all_step}
+
+
+def program_case(seed, max_steps=6):
+    program = random_program(seed, max_steps)
+    listing = "".join(f"\n    {line}" for line in repr(program).splitlines())
+    return Case(f"random program {seed}", program, program.make_inputs, program.tolerance(), details=listing)
+
+
+def check_programs(seeds, max_steps=6, **pieces):
+    """Seeded random programs with the learner's pieces swapped in; one failure per bad program."""
+    return check_cases([program_case(seed, max_steps) for seed in seeds], **pieces)
+
+
+# --------------------------------------------------------------------------- training zoo models
+
+
+def _step(forward, model, inputs, loss_fn):
+    """Loss and {parameter name: gradient} of one forward (through ``forward``) and backward."""
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn(forward(*inputs))
+    loss.backward()
+    return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
+
+
+def _step_problems(name, step, compiled_step, eager_step):
+    (loss, grads), (expected_loss, expected_grads) = compiled_step, eager_step
+    problems = [compare(loss, expected_loss, TRAINING_TOL, "the loss", "eager")]
+    problems += [compare(grads[param], expected, TRAINING_TOL, f"the gradient of {param}", "eager")
+                 for param, expected in expected_grads.items()]
+    return [f"{name}, training step {step}: {p}" for p in problems if p]
+
+
+def check_training(name, steps=2, lr=0.05, **pieces):
+    """Train zoo model ``name`` with SGD under the inductor backend, with the learner's pieces in
+    the code generator; every step's loss and gradients must match eager PyTorch's."""
+    model, inputs, loss_fn = build_model(name)
+    reference = copy.deepcopy(model)
+    gm = as_graph_module(model, len(inputs))
+    with swapped_codegen(**pieces):
+        try:
+            compiled = lookup_backend("inductor")(gm, list(inputs))
+            for step in range(1, steps + 1):
+                problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
+                                          _step(reference, reference, inputs, loss_fn))
+                if problems:
+                    return problems
+                for m in (model, reference):
+                    with torch.no_grad():
+                        for p in m.parameters():
+                            p -= lr * p.grad
+        except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
+            return [f"{name}: compiling or training under the inductor backend {describe_error(error)}"]
+    return []
