@@ -19,6 +19,8 @@ cache_dir = os.environ.get(
 debug_dir = os.environ.get("TINYDYNAMO_DEBUG_DIR", os.path.join(os.getcwd(), "tinydynamo_debug"))
 # Run the Triton code generator on CPU tensors too, through TRITON_INTERPRET=1.
 triton_on_cpu = os.environ.get("TINYDYNAMO_TRITON_ON_CPU", "0") == "1"
+# Autotune Triton kernels over more block sizes and num_warps (``mode="max-autotune"``).
+max_autotune = os.environ.get("TINYDYNAMO_MAX_AUTOTUNE", "0") == "1"
 
 _OPTIONS = (
     "cache_size_limit",
@@ -26,6 +28,7 @@ _OPTIONS = (
     "cache_dir",
     "debug_dir",
     "triton_on_cpu",
+    "max_autotune",
 )
 
 

@@ -118,18 +118,33 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
                                  mode=mode, options=options)
     if dynamic:
         raise NotImplementedError("tinydynamo specialises every shape: dynamic=True is not supported")
-    if mode not in (None, "default"):
-        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r}")
+    if mode not in (None, "default", "max-autotune"):
+        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r} (it has 'default' and 'max-autotune')")
     if options:
         raise NotImplementedError(f"tinydynamo takes no compile options (got {sorted(options)})")
     if not callable(model):
         raise TypeError(f"tinydynamo.compile expects a function or an nn.Module, not {type(model).__name__}")
     from .convert_frame import ConvertFrame
 
+    if mode == "max-autotune":
+        backend = with_max_autotune(backend)
     callback = ConvertFrame(backend, fullgraph)
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, with_callback(model, callback))
     return functools.wraps(model)(with_callback(model, callback))
+
+
+def with_max_autotune(backend):
+    """``mode="max-autotune"``: the backend compiles with ``config.max_autotune`` set, so the
+    Triton autotuner tries more block sizes and num_warps per kernel (chapter 11)."""
+    from .. import config
+    from ..backends import lookup_backend
+
+    def compile_with_max_autotune(gm, example_inputs):
+        with config.patch(max_autotune=True):
+            return lookup_backend(backend)(gm, example_inputs)
+
+    return compile_with_max_autotune
 
 
 def with_callback(fn, callback):

@@ -1,4 +1,5 @@
-"""inductor: the loop-IR compiler backend, C++/OpenMP for CPU tensors (chapters 8-11).
+"""inductor: the loop-IR compiler backend: C++/OpenMP for CPU tensors, Triton for CUDA tensors
+(chapters 8-11).
 
 Reading order, in the order data flows:
 
@@ -12,6 +13,8 @@ Reading order, in the order data flows:
     codegen/cpp.py    one C++ function per fused kernel, entry points per segment
     codecache.py      compile once with g++, cache on disk, load with ctypes
     codegen/wrapper.py  the Python function that allocates, calls kernels and externs
+    codegen/triton.py   for CUDA tensors instead: one Triton kernel per fused group (chapter 11)
+    runtime/            Triton kernel files, block sizes, autotuning; codegen/triton_wrapper.py
     compile_fx.py     compile_fx_inner: all of the above
 """
 from .compile_fx import compile_fx_inner

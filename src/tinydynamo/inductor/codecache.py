@@ -12,6 +12,7 @@ import hashlib
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 
 from .. import config
@@ -94,8 +95,12 @@ _loaded = {}  # key -> ctypes.CDLL, for this process
 
 
 def clear():
-    """Forget the libraries loaded in this process (the files on disk stay, as a cache)."""
+    """Forget the libraries loaded in this process (the files on disk stay, as a cache), and the
+    Triton kernel modules too, if any graph was compiled to Triton."""
     _loaded.clear()
+    triton_kernels = sys.modules.get(f"{__package__}.runtime.triton_codecache")
+    if triton_kernels is not None:  # not imported (with triton) until a graph needs it
+        triton_kernels.clear()
 
 
 def load(source):

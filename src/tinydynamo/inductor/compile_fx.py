@@ -1,4 +1,4 @@
-"""compile_fx_inner: a prim graph in, a fast callable out (chapter 11, "Putting it together").
+"""compile_fx_inner: a prim graph in, a fast callable out (chapters 10, "Generating C++", and 11).
 
 The stages, in order (each has its own module and book section):
 
@@ -7,6 +7,10 @@ The stages, in order (each has its own module and book section):
     CppScheduling   kernels -> one C++ source file; codecache compiles and loads it
     WrapperCodeGen  -> the Python function ``call(args)`` that runs everything
 
+CUDA tensors take the Triton path instead (``TritonScheduling``: one Triton kernel file per
+kernel, ``TritonWrapperCodeGen``: launches them); ``config.triton_on_cpu`` sends CPU tensors
+there too, run by Triton's interpreter.
+
 The graph is specialized to the shapes, dtypes and strides of the example inputs. The callable
 checks the strides of each call's inputs, and compiles a new variant when they differ (eager
 code passes non-contiguous tensors freely, and the kernels index memory with the strides).
@@ -14,6 +18,8 @@ Outputs are contiguous, except that an output which is a view (of an input or of
 output) is returned as that view, with eager's strides.
 """
 import warnings
+
+import torch
 
 from .. import config
 from .._logging import trace_artifact
@@ -46,16 +52,65 @@ def generate_code(gm, example_inputs):
     """Lower, schedule and generate C++: returns (GraphLowering, Scheduler, CppModule)."""
     graph = GraphLowering(gm).run(*example_inputs)
     scheduler = Scheduler(graph)
-    dtypes = {b.name: b.get_dtype() for b in graph.graph_inputs + graph.buffers if b.layout is not None}
-    dtypes.update({name: value.dtype for name, value in graph.constants.items()})
-    module = CppScheduling(scheduler, dtypes).codegen()
+    module = CppScheduling(scheduler, buffer_dtypes(graph)).codegen()
     counters["kernels_generated"] += module.kernel_count
     trace_artifact("kernels", lambda: module.source)
     return graph, scheduler, module
 
 
+def graph_device(gm, example_inputs):
+    """The device a graph computes on: its inputs', else its constants' or creation prims'."""
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor) and x.device.type != "meta":
+            return x.device
+    for node in gm.graph.nodes:
+        if "device" in node.kwargs:
+            return torch.device(node.kwargs["device"])
+    constants = list(gm.state_dict().values())
+    return constants[0].device if constants else torch.device("cpu")
+
+
+def uses_triton(device):
+    """CUDA tensors go to the Triton code generator; CPU tensors too with config.triton_on_cpu."""
+    return device.type == "cuda" or config.triton_on_cpu
+
+
+def generate_triton_code(gm, example_inputs, device):
+    """Lower, schedule and generate Triton: returns (GraphLowering, Scheduler, kernels), where
+    kernels maps a scheduler kernel position to its TritonKernelSources."""
+    from .codegen.triton import TritonScheduling
+
+    graph = GraphLowering(gm, device.type).run(*example_inputs)
+    scheduler = Scheduler(graph)
+    kernels = TritonScheduling(scheduler, buffer_dtypes(graph)).codegen()
+    sources = [k.source for ks in kernels.values() for k in ks]
+    counters["kernels_generated"] += len(sources)
+    trace_artifact("kernels", lambda: "\n".join(sources))
+    return graph, scheduler, kernels
+
+
+def compile_graph_triton(gm, example_inputs, device):
+    """compile_graph's Triton path: returns ``call(args)``, which launches Triton kernels."""
+    from .codegen.triton_wrapper import TritonWrapperCodeGen
+
+    graph, scheduler, kernels = generate_triton_code(gm, example_inputs, device)
+    call, source = TritonWrapperCodeGen(graph, scheduler, kernels, device).compile()
+    trace_artifact("kernels", lambda: source)
+    return call
+
+
+def buffer_dtypes(graph):
+    """buffer name -> dtype, for every buffer, input and constant of a lowered graph."""
+    dtypes = {b.name: b.get_dtype() for b in graph.graph_inputs + graph.buffers if b.layout is not None}
+    dtypes.update({name: value.dtype for name, value in graph.constants.items()})
+    return dtypes
+
+
 def compile_graph(gm, example_inputs):
     """Compile for one set of input strides; returns ``call(args)``."""
+    device = graph_device(gm, example_inputs)
+    if uses_triton(device):
+        return compile_graph_triton(gm, example_inputs, device)
     graph, scheduler, module = generate_code(gm, example_inputs)
     library = codecache.load(module.source) if module.segments else None
     call, source = WrapperCodeGen(graph, scheduler, module, library).compile()

@@ -28,10 +28,12 @@ OP_COST = {**dict.fromkeys(["exp", "log", "log1p", "expm1", "sin", "cos", "tanh"
 
 
 class GraphLowering(torch.fx.Interpreter):
-    """Lower ``gm`` (a prim graph) for ``example_inputs`` (real, fake or meta tensors)."""
+    """Lower ``gm`` (a prim graph) for ``example_inputs`` (real, fake or meta tensors) on
+    ``device_type`` ("cpu" for the C++ code generator, "cuda" or "cpu" for Triton's)."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, device_type="cpu"):
         super().__init__(gm, garbage_collect_values=False)
+        self.device_type = device_type
         self.graph_inputs = []  # InputBuffers, in argument order
         self.buffers = []  # ComputedBuffers, ExternKernels and MultiOutputs, in program order
         self.constants = {}  # ConstantBuffer name -> tensor
@@ -43,7 +45,7 @@ class GraphLowering(torch.fx.Interpreter):
 
     def run(self, *example_inputs):
         for i, x in enumerate(example_inputs):
-            check_tensor(f"graph input {i}", x)
+            check_tensor(f"graph input {i}", x, self.device_type)
         super().run(*example_inputs)
         trace_artifact("ir", self.format_ir)
         return self
@@ -74,12 +76,14 @@ class GraphLowering(torch.fx.Interpreter):
         value = self.fetch_attr(target)
         if not isinstance(value, torch.Tensor):
             return value
-        check_tensor(f"constant {target}", value)
+        check_tensor(f"constant {target}", value, self.device_type)
         name = f"const_{_c_identifier(target)}"
         self.constants[name] = value
         return ir.ConstantBuffer(name, ir.Layout(value.dtype, value.shape, value.stride()), value)
 
     def call_function(self, target, args, kwargs):
+        if "device" in kwargs:  # creation prims: full, iota, uniform
+            check_device(f"prims.{getattr(target, 'name', target)}", kwargs["device"], self.device_type)
         if target is operator.getitem:
             return args[0][args[1]]
         if isinstance(target, Prim) and target.name in lowerings:
@@ -144,7 +148,7 @@ class GraphLowering(torch.fx.Interpreter):
         if meta is None:
             raise NotImplementedError(f"inductor: node {self.current_node} has no meta['val']")
         if isinstance(meta, torch.Tensor):
-            check_tensor(f"output of {name}", meta)
+            check_tensor(f"output of {name}", meta, self.device_type)
             return self.register_buffer(
                 lambda buf: ir.ExternKernel(buf, _layout_of(meta), kernel, args, kwargs))
         parent = self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs))
@@ -244,15 +248,21 @@ def count_ops(pointwise):
 # --------------------------------------------------------------------------- helpers
 
 
-def check_tensor(what, x):
+def check_tensor(what, x, device_type="cpu"):
     if not isinstance(x, torch.Tensor):
         raise NotImplementedError(f"inductor: {what} is a {type(x).__name__}; only tensors are supported")
-    if x.device.type not in ("cpu", "meta"):
-        raise NotImplementedError(
-            f"inductor: {what} is on {x.device}; only CPU tensors are supported "
-            "(the Triton backend for CUDA is not written yet)")
+    check_device(what, x.device, device_type)
     if x.dtype not in ir.SUPPORTED_DTYPES:
         raise NotImplementedError(f"inductor: {what} has unsupported dtype {x.dtype}")
+
+
+def check_device(what, device, device_type):
+    """A graph is compiled for one device type (meta tensors stand for any)."""
+    if torch.device(device).type not in (device_type, "meta"):
+        raise NotImplementedError(
+            f"inductor: {what} is on {device}, but this graph is compiled for {device_type} "
+            "tensors (the C++ code generator compiles CPU tensors, the Triton one CUDA tensors, "
+            "or CPU tensors through its interpreter; one graph cannot mix devices)")
 
 
 def _storage(value):
