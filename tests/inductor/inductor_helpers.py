@@ -6,7 +6,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from tinydynamo.inductor import compile_fx_inner
 from tinydynamo.inductor.compile_fx import generate_code
 from tinydynamo.prims import decompose
-from tinydynamo.prims.proxy_tensor import PrimTracer
+from tinydynamo.prims.prim_tracer import PrimTracer
 
 
 def prim_graph(fn, inputs):

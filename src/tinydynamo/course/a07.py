@@ -37,7 +37,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..backends import lookup_backend
 from ..prims import EXTERN_FALLBACKS, Prim, decompose, decomposition_table, decompositions, refs
 from ..prims.primitives import PRIMS
-from ..prims.proxy_tensor import ProxyTensor
+from ..prims.prim_tracer import ProxyTensor
 from ..testing.models import ZOO, make
 
 aten = torch.ops.aten

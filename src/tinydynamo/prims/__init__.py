@@ -3,7 +3,7 @@
 Reading order, as data flows:
 
     primitives.py      the Prim class and the prims: eager impl, meta (shape) rule, kind, doc
-    proxy_tensor.py    ProxyTensor and PrimTracer: running a decomposition records prim nodes
+    prim_tracer.py     ProxyTensor and PrimTracer: running a decomposition records prim nodes
     registry.py        decomposition_table, register_decomposition, EXTERN_FALLBACKS
     refs.py            basic aten ops on prims: type promotion, broadcasting, reductions, views
     decompositions.py  composite nn ops (norms, softmax, losses, pooling, ...) on refs and prims

@@ -15,7 +15,7 @@ import torch.fx
 
 from .._logging import trace_artifact
 from .primitives import Prim
-from .proxy_tensor import PrimTracer
+from .prim_tracer import PrimTracer
 from .registry import EXTERN_FALLBACKS, DecompositionError, decomposition_table, run_decomposition
 
 

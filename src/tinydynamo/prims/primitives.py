@@ -25,7 +25,7 @@ import types
 
 import torch
 
-from .proxy_tensor import current_tracer
+from .prim_tracer import current_tracer
 
 KINDS = ("pointwise", "reduction", "view", "creation", "random", "indexing", "extern")
 # pointwise  out[i] = f(in1[i], in2[i], ...), same shape everywhere
