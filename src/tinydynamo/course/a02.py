@@ -30,10 +30,8 @@ import inspect
 import json
 import os
 import shutil
-import sysconfig
 import tempfile
 import textwrap
-import traceback
 import types
 import warnings
 
@@ -47,6 +45,7 @@ from ..dynamo.convert_frame import ConvertFrame
 from ..dynamo.eval_frame import OptimizedModule, with_callback
 from ..dynamo.guards import GuardBuilder
 from ..utils import counters
+from .feedback import learner_location
 
 try:
     from .._C import _eval_frame as _C
@@ -61,26 +60,6 @@ def report(failures, limit=5):
         shown = "\n".join(failures[:limit])
         more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
         raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
-
-
-# Frames from these directories are not the learner's code.
-_NOT_LEARNER_CODE = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(__file__)),
-    sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["stdlib"],
-)
-
-
-def learner_location(error):
-    """' (in fn, line n: source)' for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
 
 
 _user_dir = None

@@ -26,7 +26,6 @@ import linecache
 import math
 import os
 import reprlib
-import sysconfig
 import traceback
 
 import torch
@@ -44,6 +43,8 @@ from ..dynamo.symbolic_convert import (
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
+from .feedback import NOT_LEARNER_CODE
+from .feedback import learner_location as learner_line
 
 # The handlers the learner writes, by part of the assignment.
 PARTS = {
@@ -181,26 +182,6 @@ def short(value):
     """``repr(value)``, cut to a readable length."""
     return _repr.repr(value)
 
-# Frames from these directories are not the learner's: torch, tinydynamo, installed packages
-# and the standard library.
-_NOT_LEARNER_CODE = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(__file__)),
-    sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["stdlib"],
-)
-
-
-def learner_line(error):
-    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
-
 
 def error_text(error):
     """``Type: first line of the message``, then where it was raised: the learner's line and,
@@ -208,7 +189,7 @@ def error_text(error):
     message = str(error).strip().splitlines()
     text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
     frame = traceback.extract_tb(error.__traceback__)[-1]
-    if not message and frame.filename.startswith(_NOT_LEARNER_CODE):
+    if not message and frame.filename.startswith(NOT_LEARNER_CODE):
         text += f" (at {os.path.basename(frame.filename)}:{frame.lineno}: {frame.line})"
     return text + learner_line(error)
 

@@ -23,9 +23,6 @@ AssertionError for a notebook test.
 import contextlib
 import dataclasses
 import io
-import os
-import sysconfig
-import traceback
 import types
 
 import torch
@@ -37,6 +34,7 @@ import tinydynamo
 from .. import config
 from ..dynamo.bytecode import decode, is_jump
 from ..dynamo.resume_execution import ContinueExecutionCache, create_resume, stack_names
+from .feedback import learner_location
 
 # ------------------------------------------------------------------ the corpus
 
@@ -614,25 +612,6 @@ def check_functions(create_resume, names):
 
 
 # ------------------------------------------------------------------ reporting
-
-# Frames from these directories are not the learner's: torch, tinydynamo, installed packages
-# and the standard library.
-_NOT_LEARNER_CODE = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(__file__)),
-    sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["stdlib"],
-)
-
-
-def learner_location(error):
-    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(_NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
 
 
 def first_lines(text, n=4):

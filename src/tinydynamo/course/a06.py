@@ -14,9 +14,6 @@ AssertionError for a notebook test.
 import copy
 import math
 import operator
-import os
-import sysconfig
-import traceback
 
 import torch
 import torch.fx as fx
@@ -27,6 +24,7 @@ from ..aot import default_partition as reference_default_partition
 from ..aot import min_cut_rematerialization_partition as reference_min_cut_partition
 from ..aot.partitioners import RECOMPUTABLE_OPS, split_joint_graph  # noqa: F401 (a helper for learners)
 from ..testing.models import ZOO, make
+from .feedback import learner_location as _learner_location
 
 # How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
 MIN_CUT_MARGIN = 1.10
@@ -188,27 +186,6 @@ class PartitionRecorder:
             return self.problems
         return [f"{self.name}: training through aot_autograd with your partition failed: "
                 f"{type(error).__name__}: {_first_lines(error)}"]
-
-
-# Frames from these directories are not the learner's code: torch, tinydynamo, installed
-# packages (networkx, ...) and the standard library.
-_NOT_LEARNER_CODE = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(__file__)),
-    sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["stdlib"],
-)
-
-
-def _learner_location(error):
-    """' (in fn, line n: source)' for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
 
 
 def _backend(recorder):

@@ -33,9 +33,7 @@ import os
 import random
 import re
 import shutil
-import sysconfig
 import tempfile
-import traceback
 from typing import Callable
 
 import torch
@@ -47,6 +45,7 @@ from ..backends import lookup_backend
 from ..inductor import codecache
 from ..inductor.codegen import cpp
 from .a07 import as_graph_module, build_model, compare, error_text, report  # noqa: F401 (report: for notebooks)
+from .feedback import learner_location
 
 # The pointwise ops whose C++ the learner writes; every other op keeps the reference's.
 LEARNER_OPS = ("neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "reciprocal", "add", "sub", "mul",
@@ -161,25 +160,6 @@ def compile_and_run(fn, inputs):
     with torch.no_grad():
         compiled = lookup_backend("inductor")(gm, list(inputs))
         return compiled(*inputs)
-
-
-_NOT_LEARNER_CODE = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(__file__)),
-    sysconfig.get_paths()["purelib"],
-    sysconfig.get_paths()["stdlib"],
-)
-
-
-def learner_location(error):
-    """' (in fn, line n: source)' for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
 
 
 def compiler_errors(error, limit=2):

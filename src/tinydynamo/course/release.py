@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from . import nbgrader_tools as nbt
 

@@ -295,7 +295,8 @@ class InstructionTranslatorBase:
         self.push(value)
 
     def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name in one instruction
-        obj, cls, _super = self.pop(), self.pop(), self.pop()
+        obj, cls = self.pop(), self.pop()
+        self.pop()  # the global super itself
         value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)
         if inst.arg & 1:
             self.push(NullVariable())
@@ -756,7 +757,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         the graph computes the condition, Python jumps on it, and each way continues in its own
         resume function. The stack below the condition is kept in locals ``___stack0``... ."""
         index, target = self.indexof[inst], self.indexof[inst.target]
-        cond, rest = self.stack[-1], self.stack[:-1]
+        rest = self.stack[:-1]  # below the condition
         keeps = inst.opname.endswith("_OR_POP")  # 3.11's `a or b`: the jump keeps the value
         live_next, live_target = self.live_argnames(index + 1), self.live_argnames(target)
         live = live_next + [name for name in live_target if name not in live_next]

@@ -1,0 +1,26 @@
+"""Feedback helpers shared by the assignments' checkers: where in the learner's code an error was raised."""
+import os
+import sysconfig
+import traceback
+
+import torch
+
+# Frames from these directories are not the learner's code: torch, tinydynamo, installed
+# packages and the standard library.
+NOT_LEARNER_CODE = (
+    os.path.dirname(torch.__file__),
+    os.path.dirname(os.path.dirname(__file__)),
+    sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["stdlib"],
+)
+
+
+def learner_location(error):
+    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(NOT_LEARNER_CODE)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    source = f": {frame.line.strip()}" if frame.line else ""
+    return f" (in {frame.name}, line {frame.lineno}{source})"
