@@ -7,14 +7,15 @@ outputs. Reading it shows exactly what a compiled graph does at run time::
 
     def call(args):
         arg0_x, = args
-        buf1 = empty_strided((4096, 1024), (1024, 1), dtype=torch.float32)
+        buf1 = empty_output((4096, 1024), (1024, 1), torch.float32)
         if (error := segment0(arg0_x.data_ptr(), buf1.data_ptr())):
             raise_kernel_error(error)
         return (buf1,)
 
 Intermediate buffers live in one workspace tensor, allocated once per compiled graph with the
 size the memory plan asks for, and reused by every call (so a compiled graph must not be
-called from two threads at once).
+called from two threads at once). Outputs are fresh tensors, from :func:`empty_output`, which
+gives large ones huge pages (``runtime/allocation.py``).
 """
 import ctypes
 import math
@@ -22,6 +23,7 @@ import math
 import torch
 
 from .. import ir
+from ..runtime.allocation import empty_output
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode
 from .common import IndentedBuffer
 
@@ -66,7 +68,7 @@ class WrapperCodeGen:
         self.scheduler = scheduler
         self.module = module
         self.code = IndentedBuffer(indent="    ")
-        self.namespace = {"torch": torch, "empty_strided": torch.empty_strided,
+        self.namespace = {"torch": torch, "empty_output": empty_output,
                           "reinterpret": reinterpret, "restride": restride,
                           "raise_kernel_error": raise_kernel_error}
         self._buffers = {b.name: b for b in graph.buffers}
@@ -123,8 +125,8 @@ class WrapperCodeGen:
             for name in kernel.output_names():
                 if name in self.graph.output_buffers:
                     layout = self._buffer(name).layout
-                    self.code.writeline(f"{name} = empty_strided({layout.size}, {layout.stride}, "
-                                        f"dtype={layout.dtype})")
+                    self.code.writeline(f"{name} = empty_output({layout.size}, {layout.stride}, "
+                                        f"{layout.dtype})")
         pointers = [f"{name}.data_ptr()" for name in segment.params]
         if segment.uses_workspace:
             pointers.append("workspace")
