@@ -40,7 +40,41 @@ def test_a_second_process_compiles_nothing(tmp_path):
     assert _compiles_in_child(tmp_path) == 1
     assert _compiles_in_child(tmp_path) == 0
     files = sorted(p.suffix for p in tmp_path.rglob("*") if p.is_file())
-    assert files == [".cpp", ".so"]  # no temporary file left behind
+    assert files == [".cpp", ".gch", ".h", ".so"]  # the kernel, the prelude; no temporary file
+
+
+def test_a_file_that_starts_with_the_prelude_is_compiled_with_the_precompiled_header(tmp_path, monkeypatch):
+    commands = []
+    compile_command = codecache.compile_command
+    monkeypatch.setattr(codecache, "compile_command", lambda *a: commands.append(a) or compile_command(*a))
+    x = torch.randn(6, 5)
+    with config.patch(cache_dir=str(tmp_path)):
+        fn = lambda x: torch.tanh(x).sum(1)  # noqa: E731
+        assert_same(compile_fx_inner(torch_graph(fn, [x]), [x])(x), fn(x))
+        header = codecache.precompiled_prelude()
+    assert os.path.exists(header + ".gch") and header.startswith(str(tmp_path))
+    (source_path, _, precompiled), = [c for c in commands if c[0].endswith(".cpp")]
+    assert precompiled == header
+    with open(source_path) as f:  # the file on disk is still complete: it compiles on its own
+        assert f.read().startswith(codecache.prelude())
+    subprocess.run(codecache.compile_command(source_path, str(tmp_path / "alone.so")), check=True)
+
+
+def test_a_corrupt_precompiled_header_is_ignored(tmp_path):
+    x = torch.randn(4, 7)
+    with config.patch(cache_dir=str(tmp_path)):
+        header = codecache.precompiled_prelude()
+        with open(header + ".gch", "wb") as f:
+            f.write(b"not a precompiled header")
+        fn = lambda x: torch.exp(x) - x.amax(1, keepdim=True)  # noqa: E731
+        assert_same(compile_fx_inner(torch_graph(fn, [x]), [x])(x), fn(x))
+
+
+def test_a_prelude_the_compiler_rejects_is_not_precompiled(tmp_path, monkeypatch):
+    monkeypatch.setattr(codecache, "prelude", lambda: "#error this prelude does not compile\n")
+    with config.patch(cache_dir=str(tmp_path)):
+        assert codecache.precompiled_prelude() is None
+    assert not list(tmp_path.rglob("*.gch*"))
 
 
 def test_the_same_graph_compiles_once_per_process(tmp_path):

@@ -4,7 +4,15 @@ The cache key is a hash of the source and the compiler command, so a second proc
 generates the same source finds ``<cache_dir>/cpp/<key>.so`` and compiles nothing. Files are
 written under a temporary name and renamed into place (``os.replace`` is atomic), so two
 processes compiling the same kernel at once never load a half-written library.
+
+Every generated file starts with the same prelude, and parsing the C++ standard headers it
+includes is half of a compile. So the prelude is also compiled once per cache directory into a
+GCC *precompiled header* (``tinydynamo_prelude.h.gch``), and a file that starts with the prelude
+is compiled with ``-include`` of it: the compiler loads the parsed headers, and the prelude's
+include guard skips the file's own copy. The library is the same either way, so the cache key
+ignores it, and a compiler that cannot use the precompiled header just reads the file's copy.
 """
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -20,6 +28,8 @@ from .._logging import trace_artifact
 from ..utils import counters
 
 CXX = os.environ.get("CXX", "g++")
+PRELUDE_PATH = os.path.join(os.path.dirname(__file__), "codegen", "cpp_prelude.h")
+PRELUDE_HEADER = "tinydynamo_prelude.h"
 # -fno-math-errno: math functions may be vectorized (we never read errno).
 # -fwrapv: integer overflow wraps, as in torch, instead of being undefined behaviour.
 # -fno-strict-aliasing: GCC 12 miscompiled a kernel with two masked loads in an ``omp simd``
@@ -65,9 +75,41 @@ def vector_math_declarations():
     return "\n".join(lines) + "\n"
 
 
-def compile_command(source_path, output_path):
+@functools.lru_cache(None)
+def prelude():
+    """The text every generated file starts with: ``cpp_prelude.h``, the libmvec declarations,
+    and an include guard around both."""
+    with open(PRELUDE_PATH) as f:
+        text = f.read() + vector_math_declarations()
+    return f"#ifndef TINYDYNAMO_PRELUDE\n#define TINYDYNAMO_PRELUDE\n{text}#endif  // TINYDYNAMO_PRELUDE\n"
+
+
+def compile_command(source_path, output_path, precompiled_prelude=None):
     libs = ["-lmvec"] if _libmvec() is not None else []
-    return [CXX, *CXXFLAGS, source_path, "-o", output_path, *libs]
+    include = ["-include", precompiled_prelude] if precompiled_prelude else []
+    return [CXX, *CXXFLAGS, *include, source_path, "-o", output_path, *libs]
+
+
+def precompiled_prelude():
+    """The path of the prelude header in this cache directory, precompiled next to it on first
+    use; None if the compiler could not precompile it."""
+    key = hashlib.sha256("\n".join([prelude(), *CXXFLAGS, _compiler_version(), _cpu_features()])
+                         .encode()).hexdigest()[:16]
+    directory = os.path.join(config.cache_dir, "cpp", "prelude", key)
+    header = os.path.join(directory, PRELUDE_HEADER)
+    if not os.path.exists(header + ".gch"):
+        os.makedirs(directory, exist_ok=True)
+        _write_atomically(header, prelude())
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".gch.tmp")
+        os.close(fd)
+        flags = [flag for flag in CXXFLAGS if flag != "-shared"]
+        result = subprocess.run([CXX, *flags, "-x", "c++-header", header, "-o", tmp], capture_output=True)
+        if result.returncode != 0:
+            with contextlib.suppress(FileNotFoundError):  # the compiler may have removed it
+                os.unlink(tmp)
+            return None
+        os.replace(tmp, header + ".gch")
+    return header
 
 
 @functools.lru_cache(None)
@@ -114,7 +156,7 @@ def load(source):
     library_path = os.path.join(directory, f"{key}.so")
     if not os.path.exists(library_path):
         _write_atomically(source_path, source)
-        _compile(source_path, library_path)
+        _compile(source_path, library_path, precompiled_prelude() if source.startswith(prelude()) else None)
     _loaded[key] = ctypes.CDLL(library_path)
     return _loaded[key]
 
@@ -126,15 +168,16 @@ def _write_atomically(path, text):
     os.replace(tmp, path)
 
 
-def _compile(source_path, library_path):
+def _compile(source_path, library_path, precompiled_prelude=None):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(library_path), suffix=".so.tmp")
     os.close(fd)
-    command = compile_command(source_path, tmp)
+    command = compile_command(source_path, tmp, precompiled_prelude)
     counters["cpp_compiles"] += 1
     trace_artifact("kernels", lambda: "compiling: " + " ".join(command))
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):  # the compiler may have removed it
+            os.unlink(tmp)
         raise CppCompileError(
             f"C++ compilation of the generated kernel {source_path} failed:\n{result.stderr.strip()}")
     os.replace(tmp, library_path)
