@@ -17,6 +17,9 @@ cache_dir = os.environ.get(
 )
 # Where debug artifacts (graphs, generated source) are written when asked for.
 debug_dir = os.environ.get("TINYDYNAMO_DEBUG_DIR", os.path.join(os.getcwd(), "tinydynamo_debug"))
+# An aten op with no decomposition stays in the prim graph as an extern fallback that backends
+# call as a library kernel (as TorchInductor's ``implicit_fallbacks``); False makes it an error.
+implicit_fallbacks = os.environ.get("TINYDYNAMO_IMPLICIT_FALLBACKS", "1") == "1"
 # Run the Triton code generator on CPU tensors too, through TRITON_INTERPRET=1.
 triton_on_cpu = os.environ.get("TINYDYNAMO_TRITON_ON_CPU", "0") == "1"
 # Autotune Triton kernels over more block sizes and num_warps (``mode="max-autotune"``).
@@ -27,6 +30,7 @@ _OPTIONS = (
     "suppress_errors",
     "cache_dir",
     "debug_dir",
+    "implicit_fallbacks",
     "triton_on_cpu",
     "max_autotune",
 )

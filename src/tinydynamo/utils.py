@@ -11,6 +11,7 @@ STAT_NAMES = (
     "recompiles",
     "cache_hits",
     "fallbacks",
+    "implicit_fallbacks",
     "kernels_generated",
     "cpp_compiles",
 )

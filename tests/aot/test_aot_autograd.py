@@ -122,6 +122,23 @@ def test_several_outputs_non_differentiable_and_non_tensor_outputs():
     assert_close(grads_of(fn, [x, w], loss), grads_of(several_outputs, [x, w], loss))
 
 
+def writes_into_slices(x, index):
+    y = x[index] * 2
+    y[:, 0] = 0  # its backward reads the gradient through as_strided, and writes it back
+    y[1:3, 1:] *= 3
+    return y.tanh()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_writing_into_slices_of_an_intermediate_trains_like_eager(backend):
+    x, = leaves((6, 4))
+    index = torch.tensor([0, 2, 5, 1])
+    compiled = tinydynamo.compile(writes_into_slices, backend=backend)
+    assert_close(compiled(x, index), writes_into_slices(x, index))
+    loss = lambda out: (out * torch.arange(16.0).reshape(4, 4)).sum()  # noqa: E731
+    assert_close(grads_of(compiled, [x, index], loss), grads_of(writes_into_slices, [x, index], loss))
+
+
 def view_of_input(x, y):
     return x.t(), x[1:], y * 2
 

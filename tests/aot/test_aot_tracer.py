@@ -207,6 +207,14 @@ def index_put(x):
     return y
 
 
+def mutate_through_as_strided(x):
+    y = x[1:] * 1  # a contiguous intermediate
+    column = y.as_strided([3], [6], 2)
+    column.mul_(10)
+    y.as_strided([2, 2], [1, 6], 7).add_(1)
+    return y, column * 1, x.as_strided([2, 3], [3, 1], 4).exp()
+
+
 def mutate_input(x, buf):
     x.add_(1)
     buf[1].copy_(x[0] * 3)
@@ -216,7 +224,7 @@ def mutate_input(x, buf):
 @pytest.mark.parametrize(
     "fn",
     [add_inplace, mutate_through_views, read_view_after_base_changed, mutate_split_and_unbind,
-     out_variant, index_put, mutate_input],
+     out_variant, index_put, mutate_through_as_strided, mutate_input],
 )
 def test_functionalized_graph_matches_eager(fn):
     inputs = [torch.randn(4, 6), torch.zeros(4, 6)][: fn.__code__.co_argcount]
@@ -226,6 +234,8 @@ def test_functionalized_graph_matches_eager(fn):
 def test_view_mutation_becomes_scatter_ops():
     ops = {n.target for n in traced_graph(mutate_through_views, torch.randn(4, 6)).graph.nodes}
     assert {aten.select_scatter.default, aten.slice_scatter.default} <= ops
+    ops = {n.target for n in traced_graph(mutate_through_as_strided, torch.randn(4, 6)).graph.nodes}
+    assert aten.as_strided_scatter.default in ops
 
 
 def test_input_mutation_is_a_graph_output_applied_by_the_runtime():
@@ -284,8 +294,10 @@ def test_mutating_a_tensor_constant_raises_before_running_it():
         (lambda x: x[x > 0], "depends on tensor data"),
         (lambda x: x.t_(), "metadata in place"),
         (lambda x: x.resize_(20), "resizes"),
+        (lambda x: x.t().as_strided([2], [1]) * 2, "as_strided of a non-contiguous tensor"),
+        (lambda x: x[1:].as_strided([2], [1], 0) * 2, "as_strided reaching outside"),
     ],
-    ids=["item", "boolean_mask", "t_", "resize_"],
+    ids=["item", "boolean_mask", "t_", "resize_", "as_strided_non_contiguous", "as_strided_outside"],
 )
 def test_unsupported_ops_raise(fn, message):
     with pytest.raises(NotImplementedError, match=message):

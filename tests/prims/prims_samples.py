@@ -225,6 +225,13 @@ add([aten.slice_scatter.default], [S(T(5, 6), T(5, 2), 1, 1, 3), S(T(5, 6), T(2,
                                    S(T(7, 4), T(2, 4), 0, 1, 6, 3), S(T(5, 6), T(5, 0), 1, 3, 3),
                                    S(T(5, 6, dtype=i64), T(5, 1, dtype=i64), -1, 5, 100), S(_nc, T(4, 2), 1, 2, 4)])
 add([aten.select_scatter.default], [S(T(5, 6), T(6), 0, 2), S(T(5, 6), T(5), -1, -1), S(T(3, 4, dtype=b8), T(3, dtype=b8), 1, 0)])
+# as_strided reads a contiguous input as its memory (the AOT tracer hands it a contiguous copy)
+add([aten.as_strided.default, aten.as_strided_copy.default],
+    [S(T(4, 4), [4], [4], 0), S(T(4, 4), [2, 2], [4, 1], 5), S(T(3, 4), [4, 3], [1, 4]), S(T(6), [2, 3], [0, 2]),
+     S(T(5, dtype=i64), [0], [1], 2), S(T(4, 4, dtype=bf16), [3], [5], 0), S(T(2, 3, 4), [2, 2, 2], [12, 4, 2], 1)])
+add([aten.as_strided_scatter.default],
+    [S(T(4, 4), T(4), [4], [4], 0), S(T(4, 4), T(2, 2), [2, 2], [4, 1], 5), S(T(3, 4), T(4, 3), [4, 3], [1, 4], 0),
+     S(T(6, dtype=i64), T(2, dtype=i64), [2], [3], 1), S(T(4, 4), T(0), [0], [1], 0), S(T(3, 2), T(3, 2, dtype=f64), [3, 2], [2, 1])])
 add([aten.split.Tensor, aten.split_copy.Tensor], [S(T(7, 4), 3), S(T(4, 6), 2, -1), S(T(4, 6), 6, 1), S(T(4, 6), 10, 1)])
 add([aten.split_with_sizes.default, aten.split_with_sizes_copy.default], [S(T(7, 4), [3, 4]), S(T(4, 6), [1, 0, 5], -1)])
 add([aten.unbind.int, aten.unbind_copy.int], [S(T(3, 4)), S(T(3, 4), -1)])

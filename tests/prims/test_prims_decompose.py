@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import tinydynamo
+from tinydynamo import config
 from prims_helpers import assert_prims_only, assert_same, make_tensor as T, one_op_graph
 from tinydynamo.prims import EXTERN_FALLBACKS, DecompositionError, decomp_eager, decompose, decomposition_table
 from tinydynamo.prims.refs import result_type
@@ -25,13 +26,61 @@ def test_unsupported_ops_are_all_listed_with_their_nodes():
     gm, inputs = _graph_of(fn, T(5))
     cumsum = next(n for n in gm.graph.nodes if n.target is aten.cumsum.default)
     cumsum.meta["stack_trace"] = '  File "model.py", line 7, in forward\n    return torch.cumsum(x, 0)\n'
-    with pytest.raises(DecompositionError) as error:
+    with config.patch(implicit_fallbacks=False), pytest.raises(DecompositionError) as error:
         decompose(gm, inputs)
     message = str(error.value)
     assert 'from File "model.py", line 7, in forward' in message
     assert "cumsum: aten.cumsum.default has no decomposition" in message
     assert "sort: aten.sort.default has no decomposition" in message
     assert message.count("has no decomposition") == 2  # exp decomposes
+
+
+def test_ops_without_a_decomposition_become_implicit_extern_fallbacks(capsys):
+    def fn(x):
+        return torch.cumsum(x, 0), torch.sort(x).values, torch.exp(x)
+
+    gm, inputs = _graph_of(fn, T(5))
+    before = tinydynamo.stats()["implicit_fallbacks"]
+    tinydynamo.set_logs("prims")
+    try:
+        prim_gm = decompose(gm, inputs)
+    finally:
+        tinydynamo.set_logs("")
+    assert tinydynamo.stats()["implicit_fallbacks"] == before + 2
+    log = capsys.readouterr().err
+    assert "implicit fallback: aten.cumsum.default has no decomposition" in log
+    assert "implicit fallback: aten.sort.default has no decomposition" in log
+    aten_ops = {n.target for n in prim_gm.graph.nodes if isinstance(n.target, torch._ops.OpOverload)}
+    assert aten_ops == {aten.cumsum.default, aten.sort.default}  # exp still became prims
+    assert_same(prim_gm(*inputs), fn(*inputs))
+
+
+def test_view_ops_without_a_decomposition_are_not_fallbacks():
+    gm, inputs = one_op_graph(aten.unfold.default, (T(6, 4), 0, 2, 2), {})
+    with pytest.raises(DecompositionError, match="as a view op it cannot be an extern fallback"):
+        decompose(gm, inputs)
+
+
+def test_a_fallback_needs_a_meta_kernel():
+    library = torch.library.Library("tinydynamo_test_prims", "FRAGMENT")  # noqa: TOR901
+    library.define("no_meta(Tensor x) -> Tensor")
+    library.impl("no_meta", lambda x: x * 2, "CPU")
+    op = torch.ops.tinydynamo_test_prims.no_meta.default
+    gm, inputs = one_op_graph(op, (T(3),), {})
+    with pytest.raises(DecompositionError, match="no_meta.default has no decomposition, and no meta kernel"):
+        decompose(gm, inputs)
+
+
+def test_as_strided_scatter_refuses_a_view_that_writes_an_element_twice():
+    gm, inputs = one_op_graph(aten.as_strided_scatter.default, (T(6), T(2, 2), [2, 2], [0, 1], 0), {})
+    with pytest.raises(DecompositionError, match="writes some elements twice"):
+        decompose(gm, inputs)
+
+
+def test_as_strided_of_a_non_contiguous_tensor_is_refused():
+    gm, inputs = one_op_graph(aten.as_strided.default, (T(4, 3, noncontiguous=True), [3], [1], 0), {})
+    with pytest.raises(DecompositionError, match="as_strided of a non-contiguous tensor"):
+        decompose(gm, inputs)
 
 
 def test_in_place_ops_are_refused():

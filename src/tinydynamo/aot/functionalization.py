@@ -14,6 +14,8 @@ eager), but what it *records* follows the rules in this file:
   was viewed from (``slice`` → ``slice_scatter``, ``transpose`` → ``transpose`` back, ...).
   PyTorch keeps the same table in ``FunctionalInverses.cpp``.
 """
+import math
+
 import torch
 
 aten = torch.ops.aten
@@ -143,6 +145,25 @@ def _same_layout(a, b):
     return (a.shape, a.stride(), a.storage_offset()) == (b.shape, b.stride(), b.storage_offset())
 
 
+def as_strided_arguments(tensor, size, stride, storage_offset=None):
+    """``as_strided``'s size, stride and offset, the offset counted from ``tensor``'s first element.
+
+    as_strided addresses memory, and graph values have none. But the memory of a contiguous
+    tensor, from its first element on, holds its values in row-major order, so on such a tensor
+    as_strided is a function of the value: the tracer applies it to a contiguous copy, with this
+    offset. Any other case is refused.
+    """
+    if not tensor.is_contiguous():
+        raise NotImplementedError("tinydynamo.aot: as_strided of a non-contiguous tensor is unsupported")
+    first = tensor.storage_offset()
+    offset = (first if storage_offset is None else storage_offset) - first
+    reach = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if math.prod(size) and (offset < 0 or min(stride, default=0) < 0 or reach >= tensor.numel()):
+        raise NotImplementedError(
+            "tinydynamo.aot: as_strided reaching outside its input's own elements is unsupported")
+    return [list(size), list(stride), offset]
+
+
 def view_inverse(view, parent, mutated):
     """How to rebuild ``parent`` once its view ``mutated`` (a real tensor) got a new value.
 
@@ -175,6 +196,8 @@ def view_inverse(view, parent, mutated):
         dim, starts, ends = _split_starts(func, args, kwargs, parent)
         start, end = starts[view.index], ends[view.index]
         return aten.slice_scatter.default, ("parent", "new", dim, start, end)
+    if func is aten.as_strided.default:  # view.args are as_strided_arguments(), on a contiguous copy
+        return aten.as_strided_scatter.default, ("parent", "new", *args)
     if func is aten.unbind.int:
         return aten.select_scatter.default, ("parent", "new", bound.get("dim", 0), view.index)
     raise NotImplementedError(f"tinydynamo.aot: mutating a view made by {func} is unsupported")

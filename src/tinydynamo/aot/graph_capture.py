@@ -14,6 +14,7 @@ statistics). Then it
 PyTorch does the same in two passes (``collect_metadata_analysis.py`` then
 ``graph_capture.py``) on fake tensors; tinydynamo traces real tensors in one pass.
 """
+import contextlib
 import dataclasses
 
 import torch
@@ -112,12 +113,25 @@ def _is_cuda_tensor(x):
     return isinstance(x, torch.Tensor) and x.device.type == "cuda"
 
 
+@contextlib.contextmanager
+def _onednn_disabled():
+    saved = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False  # (its flags() context also resets TF32, with a warning)
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = saved
+
+
 def _run_forward(tracer, fn, inputs, with_backward):
     # Tracing runs the program for real: restore the random number generators afterwards, so
     # the compiled program draws the same random numbers as eager would have.
     cuda_devices = sorted({x.device.index or 0 for x in inputs if _is_cuda_tensor(x)})
     # cuDNN off: batch norm then runs as native_batch_norm, which functionalization knows.
-    with torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False):
+    # oneDNN off: LSTM runs as aten's own matmuls and pointwise ops, not as mkldnn_rnn_layer,
+    # whose outputs depend on the grad mode it runs under (its compiled forward runs without grad).
+    with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
+          _onednn_disabled()):
         with torch.set_grad_enabled(with_backward), tracer:
             return fn(*inputs)
 

@@ -31,12 +31,15 @@ from torch.utils._pytree import tree_flatten, tree_map
 from .functionalization import (
     IDENTITY_VIEWS,
     TRACED_AS,
+    as_strided_arguments,
     functional_arguments,
     functional_variant,
     mutated_arguments,
     num_fresh_results,
     view_inverse,
 )
+
+aten = torch.ops.aten
 
 
 @dataclasses.dataclass(eq=False)
@@ -180,6 +183,8 @@ class DispatchTracer(TorchDispatchMode):
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:
             return self._trace_mutation(func, args, kwargs, mutated)
+        if func is aten.as_strided.default:
+            return self._trace_as_strided(args, kwargs)
         node_args, node_kwargs = self._graph_args((args, kwargs))
         out = func(*args, **kwargs)
         if func in IDENTITY_VIEWS:
@@ -193,6 +198,24 @@ class DispatchTracer(TorchDispatchMode):
             view = ViewInfo(parent, func, args[1:], kwargs, index) if parent else None
             self._track(tensor, value, view)
         return out
+
+    def _trace_as_strided(self, args, kwargs):
+        """as_strided, applied in the graph to a contiguous copy of its input (see
+        ``as_strided_arguments``); writes through the view come back with as_strided_scatter."""
+        func = aten.as_strided.default
+        view_args = as_strided_arguments(*args, **kwargs)
+        parent = self._infos.get(id(args[0])) or self._add_constant(args[0])
+        out = func(*args, **kwargs)
+        view = ViewInfo(parent, func, tuple(view_args), {})
+        node = self._emit(func, (self._view_input(view, self._current(parent)), *view_args), {}, out)
+        self._track(out, node, view)
+        return out
+
+    def _view_input(self, view, parent_node):
+        """The node a view op reads: its parent, or for as_strided a contiguous copy of it."""
+        if view.func is not aten.as_strided.default:
+            return parent_node
+        return self._emit_on_meta(aten.clone.default, (parent_node,), {"memory_format": torch.contiguous_format})
 
     def _trace_mutation(self, func, args, kwargs, mutated):
         """Run a mutating op for real; record its functional variant instead."""
@@ -287,7 +310,7 @@ class DispatchTracer(TorchDispatchMode):
 
     def _replay_view(self, info):
         view = info.view
-        parent = self._current(view.parent)
+        parent = self._view_input(view, self._current(view.parent))
         if view.func in IDENTITY_VIEWS:
             return parent
         if view.index is None:
@@ -313,7 +336,7 @@ class DispatchTracer(TorchDispatchMode):
             new_parent = value
         else:
             op, template = inverse
-            parent_value = self._current(parent)
+            parent_value = self._view_input(info.view, self._current(parent))
             args = [parent_value if a == "parent" else value if a == "new" else a for a in template]
             new_parent = self._emit_on_meta(op, args, {})
         self._write_back(parent, new_parent)

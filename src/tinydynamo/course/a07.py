@@ -34,6 +34,7 @@ import torch.fx as fx
 import torch.nn as nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .. import config
 from ..backends import lookup_backend
 from ..prims import EXTERN_FALLBACKS, Prim, decompose, decomposition_table, decompositions, refs
 from ..prims.primitives import PRIMS
@@ -350,7 +351,8 @@ def swapped_decompositions(entries):
     try:
         for op, fn in entries.items():
             decomposition_table[op] = _watched(op, fn, swap)
-        yield swap
+        with config.patch(implicit_fallbacks=False):  # an op nobody decomposed is an error here
+            yield swap
     finally:
         for op, previous in saved.items():
             if previous is _MISSING:

@@ -52,7 +52,7 @@ SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen", "<string>")
 # notebooks). Other installed packages (model libraries) are compiled like user code.
 SKIPPED_PACKAGES = frozenset({
     "_distutils_hack", "setuptools", "pkg_resources", "pip", "importlib_metadata", "typing_extensions",
-    "numpy", "scipy", "pandas", "sklearn", "sympy", "networkx", "hypothesis", "tqdm", "tabulate",
+    "numpy", "scipy", "pandas", "sklearn", "sympy", "mpmath", "networkx", "hypothesis", "tqdm", "tabulate",
     "pytest", "_pytest", "pluggy", "IPython", "ipykernel", "jupyter_client", "jupyter_core", "traitlets",
     "tornado", "zmq", "comm", "debugpy", "nbformat", "nbclient", "nbconvert", "nbgrader", "myst_nb",
     "jupyter_book", "sphinx", "docutils", "jinja2", "markupsafe", "triton", "filelock", "fsspec",

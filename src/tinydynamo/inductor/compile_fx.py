@@ -136,7 +136,7 @@ class CompiledGraph:
 
     def __call__(self, *args):
         for arg, stride in zip(args, self._strides):
-            if arg.stride() != stride:
+            if arg is not None and arg.stride() != stride:  # None: an undefined tensor an extern op made
                 return self._variant(args)(list(args))
         return self.call(list(args))
 

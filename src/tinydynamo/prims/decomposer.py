@@ -4,7 +4,9 @@ The aten graph (from AOT autograd: flat tensor inputs, a flat tuple of outputs, 
 is run by a :class:`DecompositionInterpreter` on ProxyTensors instead of real tensors. Each aten
 node runs its decomposition, whose prim calls the PrimTracer records into a new graph, with a
 meta tensor in every node's ``meta["val"]``. What comes out is an ordinary GraphModule whose
-call_function targets are prims, plus the few ``EXTERN_FALLBACKS``.
+call_function targets are prims, plus the ``EXTERN_FALLBACKS`` and the implicit fallbacks: aten
+ops without a decomposition, which backends call as library kernels (``TINYDYNAMO_LOGS=prims``
+names them, and ``stats()["implicit_fallbacks"]`` counts them).
 
 ``decomp_eager`` is the backend that stops here and runs the prims' eager implementations.
 """
@@ -16,7 +18,9 @@ import torch.fx
 from .._logging import trace_artifact
 from .primitives import Prim
 from .prim_tracer import PrimTracer
-from .registry import EXTERN_FALLBACKS, DecompositionError, decomposition_table, run_decomposition
+from ..utils import counters
+from .registry import (EXTERN_FALLBACKS, DecompositionError, decomposition_table, implicit_fallback_problem,
+                       run_decomposition)
 
 
 def _source(node):
@@ -40,7 +44,7 @@ def _problem(node):
     if target._schema.is_mutable:
         return f"{target} mutates its inputs (the graph must be functionalized)"
     if target not in decomposition_table:
-        return f"{target} has no decomposition"
+        return implicit_fallback_problem(target)
     return None
 
 
@@ -79,6 +83,11 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         if isinstance(target, Prim):
             return target(*args, **kwargs)
         if target in EXTERN_FALLBACKS:
+            return self.tracer.record_extern(target, args, kwargs)
+        if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
+            counters["implicit_fallbacks"] += 1
+            trace_artifact("prims", lambda: f"implicit fallback: {target} has no decomposition; "
+                                            "it runs as an extern (aten) kernel")
             return self.tracer.record_extern(target, args, kwargs)
         return run_decomposition(target, args, kwargs)
 

@@ -128,7 +128,11 @@ class PrimTracer:
 
     def record_extern(self, op, args, kwargs):
         """Append an extern fallback aten op; aten's own meta kernel gives the output metadata."""
-        out_meta = op(*_map(_to_meta, args), **_map(_to_meta, kwargs))
+        try:
+            out_meta = op(*_map(_to_meta, args), **_map(_to_meta, kwargs))
+        except NotImplementedError as error:
+            raise DecompositionError(f"{op} has no decomposition, and no meta kernel to make it an "
+                                     f"extern fallback: {str(error).splitlines()[0]}") from error
         return self._call(op, args, kwargs, out_meta)
 
     def output(self, value):

@@ -636,6 +636,55 @@ def select_scatter(a, src, dim, index):
     return slice_scatter(a, unsqueeze(src, dim), dim, index, index + 1)
 
 
+def _strided_positions(size, stride, offset, device):
+    """The flat position ``offset + sum(i_k * stride_k)`` of every element of an as_strided view,
+    as a 1-d int64 tensor in the view's row-major order."""
+    positions = prims.full(list(size), offset, dtype=torch.int64, device=device)
+    for dim, (n, step) in enumerate(zip(size, stride)):
+        along = prims.iota(n, start=0, step=step, dtype=torch.int64, device=device)
+        positions = prims.add(positions, prims.broadcast_in_dim(along, list(size), [dim]))
+    return reshape(positions, [-1])
+
+
+def _check_strided_input(a, what):
+    if not a.is_contiguous():
+        raise DecompositionError(f"{what} of a non-contiguous tensor: only a contiguous input (whose "
+                                 "memory is its values in row-major order) is supported")
+
+
+@register_decomposition(aten.as_strided.default, aten.as_strided_copy.default)
+def as_strided(a, size, stride, storage_offset=None):
+    """The elements of contiguous ``a`` at flat positions offset + sum(i_k * stride_k): a gather.
+
+    The AOT tracer hands as_strided a contiguous copy of its input, with the offset counted from
+    the first element (``aot/functionalization.py``, ``as_strided_arguments``)."""
+    _check_strided_input(a, "as_strided")
+    positions = _strided_positions(size, stride, storage_offset or 0, a.device)
+    return reshape(prims.gather(reshape(a, [-1]), 0, positions), list(size))
+
+
+@register_decomposition(aten.as_strided_scatter.default)
+def as_strided_scatter(a, src, size, stride, storage_offset=None):
+    """A copy of contiguous ``a`` with its as_strided view replaced by src (the inverse of
+    as_strided that functionalization needs): two scatters mark and fill the view's positions."""
+    _check_strided_input(a, "as_strided_scatter")
+    extents = sorted((step, n) for n, step in zip(size, stride) if n > 1)
+    reach = 0  # a view that reaches one position twice has no single answer
+    for step, n in extents:
+        if step <= reach:
+            raise DecompositionError(f"as_strided_scatter with size {list(size)} and stride "
+                                     f"{list(stride)} writes some elements twice: unsupported")
+        reach += step * (n - 1)
+    positions = _strided_positions(size, stride, storage_offset or 0, a.device)
+    flat = reshape(a, [-1])
+    zeros = prims.full([a.numel()], 0, dtype=torch.int64, device=a.device)
+    ones = prims.full(list(positions.shape), 1, dtype=torch.int64, device=a.device)
+    written = prims.gt(prims.scatter_add(zeros, 0, positions, ones), 0)
+    values = prims.scatter_add(prims.full([a.numel()], 0, dtype=a.dtype, device=a.device), 0, positions,
+                               reshape(to_dtype(src, a.dtype), [-1]))
+    return reshape(prims.where(written, values, flat), list(a.shape))
+
+
 @register_decomposition(aten.split_with_sizes.default, aten.split_with_sizes_copy.default)
 def split_with_sizes(a, split_sizes, dim=0):
     dim = canonical_dim(dim, a.ndim)

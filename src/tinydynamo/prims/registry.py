@@ -6,9 +6,13 @@ decomposed in turn). ``refs.py`` and ``decompositions.py`` fill it with
 ``@register_decomposition``.
 
 ``EXTERN_FALLBACKS`` are the few aten ops that are not decomposed at all: they stay in the prim
-graph as they are, and backends call them as library kernels.
+graph as they are, and backends call them as library kernels. With ``config.implicit_fallbacks``
+(the default, as in TorchInductor), so does any other functional aten op that has no
+decomposition (:func:`implicit_fallback_problem` says which cannot); each is logged and counted.
 """
 import torch
+
+from .. import config
 
 aten = torch.ops.aten
 
@@ -20,6 +24,18 @@ EXTERN_FALLBACKS = frozenset({
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 })
+
+
+def implicit_fallback_problem(op):
+    """Why ``op``, which has no decomposition, cannot be an implicit extern fallback (or None).
+
+    An extern call returns new memory, so a view op (its output aliases its input) must be
+    decomposed; so must everything when ``config.implicit_fallbacks`` is off."""
+    if not config.implicit_fallbacks:
+        return f"{op} has no decomposition"
+    if any(ret.alias_info is not None for ret in op._schema.returns):
+        return f"{op} has no decomposition, and as a view op it cannot be an extern fallback"
+    return None
 
 
 class DecompositionError(RuntimeError):

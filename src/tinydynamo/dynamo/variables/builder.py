@@ -116,6 +116,8 @@ class VariableBuilder:
     def wrap_callable_or_object(self, value):
         if is_torch_callable(value):
             self.guard("ID_MATCH", value)
+            if isinstance(value, torch.library.CustomOpDef):  # the graph calls its operator
+                return TorchFunctionVariable(value._opoverload, self.source)
             return TorchFunctionVariable(value, self.source)
         if isinstance(value, types.ModuleType):
             self.guard("ID_MATCH", value)

@@ -11,6 +11,7 @@ decides what ``a + b`` means:
 The other builtins have a ``call_<name>`` method each. Builtins with side effects (``print``,
 ``id``, ``open``...) are Unsupported.
 """
+import inspect
 import operator
 
 from ..exc import Unsupported, unsupported
@@ -58,7 +59,13 @@ class BuiltinVariable(VariableTracker):
         if self.fn in BINARY_OPERATORS or self.fn in UNARY_OPERATORS:
             return self.call_operator(tx, args)
         if self.fn in HANDLERS:
-            return getattr(self, f"call_{self.fn.__name__}")(tx, *args, **kwargs)
+            handler = getattr(self, f"call_{self.fn.__name__}")
+            try:
+                inspect.signature(handler).bind(tx, *args, **kwargs)
+            except TypeError:
+                unsupported(f"builtin {self.fn.__name__}() with {len(args)} positional and "
+                            f"{len(kwargs)} keyword argument(s)")
+            return handler(tx, *args, **kwargs)
         if self.foldable(args, kwargs):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))

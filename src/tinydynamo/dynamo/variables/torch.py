@@ -42,9 +42,12 @@ def _torch_namespace_ids():
 
 
 def is_torch_callable(value):
-    """A function (C or Python) that belongs to torch, not a class or a module."""
+    """A function (C or Python) that belongs to torch, not a class or a module; or an operator
+    (``torch.ops.aten.relu``, a ``torch.library.custom_op``)."""
     if isinstance(value, type) or not callable(value):
         return False
+    if isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch.library.CustomOpDef)):
+        return True
     if id(value) in _torch_namespace_ids():
         return True
     if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co

@@ -45,10 +45,17 @@ def reinterpret(tensor, size, stride, offset):
     return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
 
 
-def restride(tensor, size, stride):
-    """``tensor`` with the strides the generated kernels assume (a copy if it has others)."""
-    if all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n > 1):  # size-1 dims: any
-        return tensor
+def restride(tensor, size, stride, workspace=None):
+    """An extern kernel's output as the generated kernels assume it: a copy if it has other
+    strides, or if it is a view into the workspace. (Some ops return views of their input without
+    saying so, ``unsafe_split`` for one, and later kernels reuse the workspace's space.) An output
+    that the op left undefined (None, where its meta kernel promised a tensor) stays None."""
+    if tensor is None:
+        return None
+    in_workspace = (workspace is not None
+                    and tensor.untyped_storage().data_ptr() == workspace.untyped_storage().data_ptr())
+    if not in_workspace and all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n > 1):
+        return tensor  # size-1 dims may have any stride
     return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
@@ -142,13 +149,14 @@ class WrapperCodeGen:
         call = f"{function}({', '.join(args)})"
         self.code.writeline(f"# {kernel.kernel_name()}")
         if kernel.layout is not None:
-            self.code.writeline(f"{kernel.name} = restride({call}, {kernel.layout.size}, {kernel.layout.stride})")
+            self.code.writeline(f"{kernel.name} = restride({call}, {kernel.layout.size}, {kernel.layout.stride}, "
+                                "workspace_tensor)")
             return
         self.code.writeline(f"{kernel.name} = {call}")
         for name in node.output_names():
             out = self._buffer(name)
             self.code.writeline(f"{name} = restride({kernel.name}[{out.index}], "
-                                f"{out.layout.size}, {out.layout.stride})")
+                                f"{out.layout.size}, {out.layout.stride}, workspace_tensor)")
 
     def _value(self, value):
         """Python source for an argument or output: a tensor expression or a constant."""

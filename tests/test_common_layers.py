@@ -1,0 +1,180 @@
+"""Layers people put in their models, beyond the zoo, through the default pipeline (inductor).
+
+Each case builds a module twice with the same weights, runs one copy eagerly and one compiled,
+and compares outputs and every gradient (of the parameters and of inputs that require grad).
+Ops that tinydynamo does not decompose run as implicit extern fallbacks; the point here is that
+the compiled model computes what eager computes, whatever path each op takes.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tinydynamo
+
+TOLERANCE = dict(atol=1e-4, rtol=1e-4)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.linspace(0.5, 1.5, dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding: strided slices, outer product, stack and flatten."""
+
+    def forward(self, x):
+        steps, dim = x.shape[1], x.shape[-1]
+        frequencies = torch.outer(torch.arange(steps).float(), 1.0 / 10000 ** (torch.arange(0, dim, 2).float() / dim))
+        cos, sin = frequencies.cos(), frequencies.sin()
+        even, odd = x[..., ::2], x[..., 1::2]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)
+
+
+class SortingAndScans(nn.Module):
+    def forward(self, x):
+        values, _ = x.topk(3, dim=-1)
+        return values.sum() + x.sort(-1).values[..., 0].sum() + x.cumsum(-1).mean()
+
+
+class CausalMask(nn.Module):
+    def forward(self, x):
+        mask = torch.triu(torch.ones(x.shape[-1], x.shape[-1], dtype=torch.bool), 1)
+        return x.masked_fill(mask, float("-inf")).softmax(-1) @ x
+
+
+class EinsumNormalize(nn.Module):
+    def forward(self, a, b):
+        return torch.einsum("bij,bjk->bik", a, b).tanh() + F.normalize(a, dim=-1).sum()
+
+
+class WritesIntoSlices(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x, index):
+        y = self.linear(x)[index] * 2
+        y[:, 0] = 0
+        return y + x.index_select(0, index).clamp(-0.5, 0.5)
+
+
+def randn(*shape, requires_grad=False):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)), requires_grad=requires_grad)
+
+
+CASES = {
+    "transformer_encoder_layer": (lambda: nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True),
+                                  lambda: (randn(2, 10, 32),)),
+    "multihead_attention": (lambda: nn.MultiheadAttention(32, 4, batch_first=True),
+                            lambda: (randn(2, 5, 32), randn(2, 6, 32), randn(2, 6, 32))),
+    "lstm": (lambda: nn.LSTM(8, 16, batch_first=True), lambda: (randn(3, 5, 8),)),
+    "gru": (lambda: nn.GRU(8, 16), lambda: (randn(5, 3, 8),)),
+    "conv1d_groupnorm_silu": (lambda: nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU()),
+                              lambda: (randn(2, 4, 16),)),
+    "conv_transpose_upsample": (lambda: nn.Sequential(nn.ConvTranspose2d(3, 6, 2, stride=2), nn.Upsample(scale_factor=2),
+                                                      nn.ReLU()), lambda: (randn(1, 3, 8, 8),)),
+    "instance_norm_pixel_shuffle": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.InstanceNorm2d(8),
+                                                          nn.PixelShuffle(2)), lambda: (randn(2, 3, 8, 8),)),
+    "embedding_bag": (lambda: nn.EmbeddingBag(20, 8, mode="mean"), lambda: (torch.tensor([[1, 4, 7], [0, 19, 3]]),)),
+    "batch_norm_1d_leaky_relu": (lambda: nn.Sequential(nn.Linear(10, 20), nn.BatchNorm1d(20), nn.LeakyReLU(0.1),
+                                                       nn.Linear(20, 3), nn.LogSoftmax(-1)), lambda: (randn(6, 10),)),
+    "adaptive_avg_pool": (lambda: nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2)),
+                          lambda: (randn(2, 3, 9, 9),)),
+    "activations": (lambda: nn.Sequential(nn.Linear(8, 8), nn.Hardswish(), nn.ELU(), nn.Softplus(), nn.Mish(),
+                                          nn.Hardsigmoid(), nn.Hardtanh(-0.5, 0.5), nn.Linear(8, 8)),
+                    lambda: (randn(4, 8),)),
+    "rms_norm": (lambda: RMSNorm(16), lambda: (randn(3, 7, 16),)),
+    "rotary_embedding": (Rotary, lambda: (randn(2, 6, 8, requires_grad=True),)),
+    "topk_sort_cumsum": (SortingAndScans, lambda: (randn(4, 10, requires_grad=True),)),
+    "causal_mask_attention": (CausalMask, lambda: (randn(2, 5, 5, requires_grad=True),)),
+    "einsum_normalize": (EinsumNormalize, lambda: (randn(2, 3, 4, requires_grad=True), randn(2, 4, 5))),
+    "writes_into_slices": (WritesIntoSlices, lambda: (randn(6, 4, requires_grad=True), torch.tensor([0, 2, 5, 1]))),
+}
+
+
+def _tensors(output):
+    if isinstance(output, torch.Tensor):
+        return [output]
+    return [t for item in output for t in _tensors(item)] if isinstance(output, (tuple, list)) else []
+
+
+def _run(model, inputs):
+    """Outputs, then the gradients of every parameter and input that requires grad."""
+    outputs = _tensors(model(*inputs))
+    differentiable = [t for t in outputs if t.requires_grad]
+    if differentiable:
+        sum(t.float().sum() for t in differentiable).backward()
+    grads = [p.grad for p in model.parameters()] + [x.grad for x in inputs if x.requires_grad]
+    return outputs, grads
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_layer_forward_and_backward_match_eager(name):
+    make_model, make_inputs = CASES[name]
+    torch.manual_seed(0)
+    eager_model = make_model()
+    compiled_model = copy.deepcopy(eager_model)
+    eager_inputs = make_inputs()
+    compiled_inputs = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in eager_inputs)
+    expected_outputs, expected_grads = _run(eager_model, eager_inputs)
+    tinydynamo.reset()
+    outputs, grads = _run(tinydynamo.compile(compiled_model), compiled_inputs)
+    assert tinydynamo.stats()["graphs"] >= 1
+    for i, (actual, expected) in enumerate(zip(outputs, expected_outputs, strict=True)):
+        torch.testing.assert_close(actual, expected, **TOLERANCE, msg=lambda m: f"{name} output {i}: {m}")
+    for i, (actual, expected) in enumerate(zip(grads, expected_grads, strict=True)):
+        torch.testing.assert_close(actual, expected, **TOLERANCE, msg=lambda m: f"{name} gradient {i}: {m}")
+
+
+def test_a_custom_op_with_a_fake_kernel_is_an_extern_call_in_one_graph():
+    @torch.library.custom_op("tinydynamo_test_layers::scale_shift", mutates_args=())
+    def scale_shift(x: torch.Tensor, scale: float) -> torch.Tensor:
+        return x * scale + 1
+
+    scale_shift.register_fake(lambda x, scale: torch.empty_like(x))
+
+    def fn(x):
+        return torch.relu(scale_shift(x * 2, 3.0)).sum(-1)
+
+    x = randn(4, 5)
+    tinydynamo.reset()
+    explanation = tinydynamo.explain(fn)(x)
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)
+    before = tinydynamo.stats()["implicit_fallbacks"]
+    torch.testing.assert_close(tinydynamo.compile(fn)(x), fn(x))
+    assert tinydynamo.stats()["implicit_fallbacks"] == before + 1
+
+
+def test_a_custom_op_without_a_fake_kernel_is_a_graph_break_that_says_so():
+    @torch.library.custom_op("tinydynamo_test_layers::no_fake", mutates_args=())
+    def no_fake(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    def fn(x):
+        return no_fake(x * 2) + 1
+
+    x = randn(3)
+    tinydynamo.reset()
+    explanation = tinydynamo.explain(fn)(x)
+    assert explanation.graph_break_count == 1
+    assert "failed on meta tensors" in str(explanation.break_reasons[0])
+    torch.testing.assert_close(tinydynamo.compile(fn)(x), fn(x))
+
+
+def test_three_argument_type_is_a_graph_break():
+    def fn(x):
+        point = type("Point", (), {"scale": 2.0})
+        return x * point.scale
+
+    x = randn(3)
+    tinydynamo.reset()
+    explanation = tinydynamo.explain(fn)(x)
+    assert "builtin type() with 3 positional" in str(explanation.break_reasons[0])
+    torch.testing.assert_close(tinydynamo.compile(fn)(x), fn(x))
