@@ -232,8 +232,8 @@ add([aten.as_strided.default, aten.as_strided_copy.default],
 add([aten.as_strided_scatter.default],
     [S(T(4, 4), T(4), [4], [4], 0), S(T(4, 4), T(2, 2), [2, 2], [4, 1], 5), S(T(3, 4), T(4, 3), [4, 3], [1, 4], 0),
      S(T(6, dtype=i64), T(2, dtype=i64), [2], [3], 1), S(T(4, 4), T(0), [0], [1], 0), S(T(3, 2), T(3, 2, dtype=f64), [3, 2], [2, 1])])
-add([aten.split.Tensor, aten.split_copy.Tensor], [S(T(7, 4), 3), S(T(4, 6), 2, -1), S(T(4, 6), 6, 1), S(T(4, 6), 10, 1)])
-add([aten.split_with_sizes.default, aten.split_with_sizes_copy.default], [S(T(7, 4), [3, 4]), S(T(4, 6), [1, 0, 5], -1)])
+add([aten.split.Tensor, aten.split_copy.Tensor, aten.unsafe_split.Tensor], [S(T(7, 4), 3), S(T(4, 6), 2, -1), S(T(4, 6), 6, 1), S(T(4, 6), 10, 1)])
+add([aten.split_with_sizes.default, aten.split_with_sizes_copy.default, aten.unsafe_split_with_sizes.default], [S(T(7, 4), [3, 4]), S(T(4, 6), [1, 0, 5], -1)])
 add([aten.unbind.int, aten.unbind_copy.int], [S(T(3, 4)), S(T(3, 4), -1)])
 add([aten.alias.default, aten.alias_copy.default, aten.detach.default, aten.detach_copy.default,
      aten.clone.default, aten.lift_fresh_copy.default], [S(T(3, 4)), S(_nc), S(T(3, dtype=i64))])
@@ -485,3 +485,75 @@ def avg_pool_backward(sample):
 
 
 add([aten.avg_pool2d_backward.default], [avg_pool_backward(s) for s in _avgpool])
+
+
+# --------------------------------------------------------------------------- more activations
+
+# values at and around each function's boundaries (-3, 0, 3), and far out
+_edges = torch.tensor([-30.0, -4.0, -3.0, -2.9, -0.5, -0.0, 0.0, 0.5, 2.9, 3.0, 4.0, 30.0])
+_pointwise = [S(T(3, 4)), S(_edges), S(T(3, 4, dtype=bf16), tol=BF16_TOL), S(T(4, 3, noncontiguous=True)), S(T(0, 2)),
+              S(T(2, 3, dtype=f64))]
+_pointwise_backward = [S(T(12), _edges), S(T(3, 4), T(3, 4)), S(T(3, 4, dtype=bf16), T(3, 4, dtype=bf16), tol=BF16_TOL),
+                       S(T(4, 3, noncontiguous=True), T(4, 3))]
+add([aten.hardsigmoid.default, aten.hardswish.default, aten.mish.default], _pointwise)
+add([aten.hardsigmoid_backward.default, aten.hardswish_backward.default, aten.mish_backward.default], _pointwise_backward)
+add([aten.leaky_relu.default], _pointwise + [S(_edges, 0.2), S(T(3, 4), 1.5)])
+add([aten.leaky_relu_backward.default], [S(*s.args, 0.01, False, tol=s.tolerance) for s in _pointwise_backward]
+    + [S(T(12), _edges, 0.3, True)])
+add([aten.elu.default], _pointwise + [S(specials()), S(T(3, 4), 0.5, 2.0, 1.5)])
+add([aten.elu_backward.default], [S(T(12), 1.0, 1.0, 1.0, False, _edges), S(T(3, 4), 0.5, 2.0, 1.5, False, T(3, 4)),
+                                  S(T(3, 4), 1.0, 1.0, 1.0, True, torch.nn.functional.elu(T(3, 4))),
+                                  S(T(3, 4, dtype=bf16), 1.0, 1.0, 1.0, False, T(3, 4, dtype=bf16), tol=BF16_TOL)])
+add([aten.softplus.default], _pointwise + [S(specials()), S(T(3, 4) * 10, 2.0, 5.0)])
+add([aten.softplus_backward.default], [S(T(12), _edges, 1.0, 20.0), S(T(3, 4), T(3, 4) * 10, 2.0, 5.0),
+                                       S(T(3, 4, dtype=bf16), T(3, 4, dtype=bf16), 1.0, 20.0, tol=BF16_TOL)])
+add([aten.hardtanh.default], _pointwise + [S(_edges, -0.5, 0.5), S(_edges, 0.0, 6.0)])
+add([aten.hardtanh_backward.default], [S(T(12), _edges, -1.0, 1.0), S(T(12), _edges, 0.0, 3.0),
+                                       S(T(3, 4, dtype=bf16), T(3, 4, dtype=bf16), -1.0, 1.0)])
+
+
+# --------------------------------------------------------------------------- view backwards
+
+add([aten.slice_backward.default], [S(T(5, 2), [5, 6], 1, 1, 3, 1), S(T(2, 6), [5, 6], 0, 3, 5, 1),
+                                    S(T(5, 3), [5, 6], 1, 0, 6, 2), S(T(5, 0), [5, 6], 1, 2, 2, 1),
+                                    S(T(5, 2, dtype=bf16), [5, 6], -1, -2, 100, 1)])
+add([aten.select_backward.default], [S(T(6), [5, 6], 0, 2), S(T(5), [5, 6], 1, -1), S(T(2, 3), [2, 4, 3], 1, 3)])
+
+
+# --------------------------------------------------------------------------- group norm and vector norm
+
+def group_norm_backward(x, weight, group, mask):
+    n, c = x.shape[:2]
+    hxw = x[0, 0].numel()
+    _, mean, rstd = aten.native_group_norm(x, weight, None, n, c, hxw, group, 1e-5)
+    return S(T(*x.shape, dtype=x.dtype), x, mean, rstd, weight, n, c, hxw, group, mask,
+             tol=BF16_TOL if x.dtype == bf16 else None)
+
+
+add([aten.native_group_norm.default], [S(T(2, 6, 3, 3), T(6), T(6), 2, 6, 9, 3, 1e-5),
+                                       S(T(2, 4, 5), None, None, 2, 4, 5, 2, 1e-5),
+                                       S(T(3, 4), T(4), T(4), 3, 4, 1, 4, 1e-3),
+                                       S(T(2, 4, 3, dtype=bf16), T(4, dtype=bf16), T(4, dtype=bf16), 2, 4, 3, 2, 1e-5,
+                                         tol=BF16_TOL)])
+add([aten.native_group_norm_backward.default], [group_norm_backward(T(2, 6, 3, 3), T(6), 3, [True, True, True]),
+                                                group_norm_backward(T(2, 4, 5), T(4), 2, [True, False, True]),
+                                                group_norm_backward(T(3, 4), T(4), 1, [False, True, False])])
+add([aten.linalg_vector_norm.default],
+    [S(T(3, 4)), S(T(3, 4), 1), S(T(3, 4), math.inf, [1]), S(T(3, 4), -math.inf, [0], True), S(T(3, 4), 0),
+     S(T(3, 4), 3.0, [-1]), S(T(2, 3, 4), 2, [0, 2], True), S(T(3, 4, dtype=bf16), tol=BF16_TOL),
+     S(T(3, 4), 2, None, False, dtype=f64), S(specials()), S(T(4, 3, noncontiguous=True), 2, [1])])
+
+
+# --------------------------------------------------------------------------- scatters, flips, fills
+
+_index = torch.tensor([0, 2, -1, 2])
+add([aten.index_put.default], [S(T(5, 3), [_index], T(4, 3), True), S(T(5, 3), [None, torch.tensor([1, 1])], T(5, 2), True),
+                               S(T(5, 3), [_index], T(3), True), S(T(5, 3, dtype=i64), [_index], T(4, 3, dtype=i64), True),
+                               S(T(4, 3, 2), [None, torch.tensor([[0, 2], [1, 1]])], T(4, 2, 2, 2), True)])
+add([aten.flip.default], [S(T(3, 4), [0]), S(T(3, 4), [-1, 0]), S(T(2, 3, 4), [1]), S(T(3, 4, dtype=i64), [1]),
+                          S(T(4, 3, noncontiguous=True), [0, 1]), S(T(3, 4), [])])
+add([aten.fill.Scalar], [S(T(3, 4), 2.5), S(T(3, 4, dtype=i64), 7), S(T(0, 2), 1.0), S(T(3, dtype=b8), True)])
+add([aten.fill.Tensor], [S(T(3, 4), torch.tensor(2.5)), S(T(3, 4, dtype=bf16), torch.tensor(1.5, dtype=f64)), S(T(2), T())])
+add([aten.new_empty_strided.default], [S(T(3, 4), [2, 5], [5, 1], values=False), S(T(3, dtype=i64), [4], [1], values=False),
+                                       S(T(3), [2, 2], [1, 2], dtype=f64, values=False)])
+

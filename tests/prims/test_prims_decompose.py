@@ -71,10 +71,14 @@ def test_a_fallback_needs_a_meta_kernel():
         decompose(gm, inputs)
 
 
-def test_as_strided_scatter_refuses_a_view_that_writes_an_element_twice():
+def test_as_strided_scatter_declines_a_view_that_writes_an_element_twice():
     gm, inputs = one_op_graph(aten.as_strided_scatter.default, (T(6), T(2, 2), [2, 2], [0, 1], 0), {})
-    with pytest.raises(DecompositionError, match="writes some elements twice"):
+    with config.patch(implicit_fallbacks=False), pytest.raises(DecompositionError, match="writes some elements twice"):
         decompose(gm, inputs)
+    prim_gm = decompose(gm, inputs)  # aten's own kernel decides: it refuses, as in eager
+    assert [n.target for n in prim_gm.graph.nodes if n.op == "call_function"] == [aten.as_strided_scatter.default]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        prim_gm(*inputs)
 
 
 def test_as_strided_of_a_non_contiguous_tensor_is_refused():
@@ -99,10 +103,19 @@ def test_batch_norm_running_stat_update_is_refused():
         decompose(gm, inputs)
 
 
-def test_unsupported_argument_combination_is_named():
+def test_declined_arguments_are_named_and_fall_back(capsys):
     gm, inputs = one_op_graph(aten.index.Tensor, (T(3, 4), [torch.tensor([0, 1]), torch.tensor([1, 2])]), {})
-    with pytest.raises(DecompositionError, match="2 index tensors"):
+    with config.patch(implicit_fallbacks=False), pytest.raises(DecompositionError, match="2 index tensors"):
         decompose(gm, inputs)
+    tinydynamo.set_logs("prims")
+    try:
+        prim_gm = decompose(gm, inputs)
+    finally:
+        tinydynamo.set_logs("")
+    assert "implicit fallback: aten.index.Tensor declined these arguments (aten.index with 2" in capsys.readouterr().err
+    # the prims the decomposition recorded before it declined are gone
+    assert [n.target for n in prim_gm.graph.nodes if n.op == "call_function"] == [aten.index.Tensor]
+    assert_same(prim_gm(*inputs), gm(*inputs))
 
 
 def test_real_tensor_constants_inside_decompositions_are_refused(monkeypatch):

@@ -19,8 +19,8 @@ from .._logging import trace_artifact
 from .primitives import Prim
 from .prim_tracer import PrimTracer
 from ..utils import counters
-from .registry import (EXTERN_FALLBACKS, DecompositionError, decomposition_table, implicit_fallback_problem,
-                       run_decomposition)
+from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, decomposition_table,
+                       implicit_fallback_problem, run_decomposition)
 
 
 def _source(node):
@@ -85,11 +85,19 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         if target in EXTERN_FALLBACKS:
             return self.tracer.record_extern(target, args, kwargs)
         if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
-            counters["implicit_fallbacks"] += 1
-            trace_artifact("prims", lambda: f"implicit fallback: {target} has no decomposition; "
-                                            "it runs as an extern (aten) kernel")
-            return self.tracer.record_extern(target, args, kwargs)
-        return run_decomposition(target, args, kwargs)
+            return self.implicit_fallback(target, args, kwargs, "has no decomposition")
+        try:
+            return run_decomposition(target, args, kwargs)
+        except DecompositionDeclined as declined:
+            if implicit_fallback_problem(target) is not None:
+                raise
+            # the prim nodes it recorded before declining have no users: decompose() removes them
+            return self.implicit_fallback(target, args, kwargs, f"declined these arguments ({declined})")
+
+    def implicit_fallback(self, target, args, kwargs, why):
+        counters["implicit_fallbacks"] += 1
+        trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as an extern (aten) kernel")
+        return self.tracer.record_extern(target, args, kwargs)
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
@@ -101,6 +109,7 @@ def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
     tracer = PrimTracer()
     with tracer:
         DecompositionInterpreter(gm, tracer).run(*example_inputs, enable_io_processing=False)
+    tracer.graph.eliminate_dead_code()
     prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
     trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
     return prim_gm

@@ -1,7 +1,7 @@
 """Decompositions of the composite aten ops of neural networks (book chapter 7, "Prims").
 
-Matmuls and convolutions, activations, softmax, layer and batch norm, losses, pooling,
-embedding and dropout, forward and backward. Like PyTorch's ``torch/_decomp/decompositions.py``
+Matmuls and convolutions, activations, softmax, layer, batch and group norm, losses, pooling,
+embedding and dropout, vector norms, and the backward of slicing, forward and backward. Like PyTorch's ``torch/_decomp/decompositions.py``
 they are ordinary torch code running on ProxyTensors: every tensor operation in them is an aten
 op that is decomposed in turn (by ``refs.py``), so they read like the math they implement.
 Where a prim is the natural word (``prims.mm``, ``prims.iota``) they call it directly.
@@ -16,8 +16,8 @@ import math
 import torch
 
 from .primitives import prims
-from .refs import opmath_dtype, var_mean_two_pass
-from .registry import DecompositionError, register_decomposition
+from .refs import opmath_dtype, select_scatter, slice_scatter, var_mean_two_pass
+from .registry import DecompositionDeclined, DecompositionError, register_decomposition
 
 aten = torch.ops.aten
 
@@ -151,6 +151,104 @@ def sigmoid_backward(grad_output, output):
 def tanh_backward(grad_output, output):
     dtype, y = output.dtype, opmath(output)
     return (opmath(grad_output) * (1 - y * y)).to(dtype)
+
+
+@register_decomposition(aten.leaky_relu.default)
+def leaky_relu(x, negative_slope=0.01):
+    dtype, x = x.dtype, opmath(x)
+    return torch.where(x > 0, x, x * negative_slope).to(dtype)
+
+
+@register_decomposition(aten.leaky_relu_backward.default)
+def leaky_relu_backward(grad_output, x, negative_slope, self_is_result):
+    dtype, grad = x.dtype, opmath(grad_output)
+    return torch.where(opmath(x) > 0, grad, grad * negative_slope).to(dtype)
+
+
+@register_decomposition(aten.elu.default)
+def elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    """scale * x for x > 0, else alpha * scale * (exp(input_scale * x) - 1)."""
+    dtype, x = x.dtype, opmath(x)
+    return torch.where(x > 0, x * scale, torch.expm1(x * input_scale) * (alpha * scale)).to(dtype)
+
+
+@register_decomposition(aten.elu_backward.default)
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    """From the input x: alpha scale input_scale exp(input_scale x) below 0. From the result y
+    (in-place elu saves it): input_scale (y + alpha scale), the same number."""
+    dtype, grad, v = self_or_result.dtype, opmath(grad_output), opmath(self_or_result)
+    if is_result:
+        negative = grad * input_scale * (v + alpha * scale)
+    else:
+        negative = grad * (input_scale * alpha * scale) * torch.exp(v * input_scale)
+    return torch.where(v <= 0, negative, grad * scale).to(dtype)
+
+
+@register_decomposition(aten.softplus.default)
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, or x itself where beta x > threshold (where they agree)."""
+    dtype, x = x.dtype, opmath(x)
+    scaled = x * beta
+    return torch.where(scaled > threshold, x, torch.log1p(torch.exp(scaled)) / beta).to(dtype)
+
+
+@register_decomposition(aten.softplus_backward.default)
+def softplus_backward(grad_output, x, beta, threshold):
+    """The derivative is sigmoid(beta x): exp(beta x) / (1 + exp(beta x))."""
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    z = torch.exp(x * beta)
+    return torch.where(x * beta > threshold, grad, grad * z / (z + 1)).to(dtype)
+
+
+@register_decomposition(aten.hardsigmoid.default)
+def hardsigmoid(x):
+    dtype, x = x.dtype, opmath(x)
+    return (torch.clamp(x + 3, 0, 6) / 6).to(dtype)
+
+
+@register_decomposition(aten.hardsigmoid_backward.default)
+def hardsigmoid_backward(grad_output, x):
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    return torch.where((x > -3) & (x < 3), grad / 6, 0.0).to(dtype)
+
+
+@register_decomposition(aten.hardswish.default)
+def hardswish(x):
+    dtype, x = x.dtype, opmath(x)
+    return (x * torch.clamp(x + 3, 0, 6) / 6).to(dtype)
+
+
+@register_decomposition(aten.hardswish_backward.default)
+def hardswish_backward(grad_output, x):
+    """0 up to -3, x / 3 + 1/2 strictly between -3 and 3, 1 from 3 on (aten's boundaries)."""
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    return torch.where(x <= -3, 0.0, torch.where(x < 3, grad * (x / 3 + 0.5), grad)).to(dtype)
+
+
+@register_decomposition(aten.hardtanh.default)
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return torch.clamp(x, min_val, max_val)
+
+
+@register_decomposition(aten.hardtanh_backward.default)
+def hardtanh_backward(grad_output, x, min_val, max_val):
+    """The gradient passes strictly inside (min_val, max_val)."""
+    return torch.where((x <= min_val) | (x >= max_val), 0.0, grad_output).to(grad_output.dtype)
+
+
+@register_decomposition(aten.mish.default)
+def mish(x):
+    """x tanh(softplus(x))."""
+    dtype, x = x.dtype, opmath(x)
+    return (x * torch.tanh(softplus(x))).to(dtype)
+
+
+@register_decomposition(aten.mish_backward.default)
+def mish_backward(grad_output, x):
+    """With t = tanh(softplus(x)): t + x sigmoid(x) (1 - t²)."""
+    dtype, grad, x = x.dtype, opmath(grad_output), opmath(x)
+    t = torch.tanh(softplus(x))
+    return (grad * (t + x * torch.sigmoid(x) * (1 - t * t))).to(dtype)
 
 
 # --------------------------------------------------------------------------- softmax
@@ -358,7 +456,7 @@ def _nll_weights(x, target, weight, ignore_index):
 
 def _check_nll_input(x):
     if x.ndim > 2:
-        raise DecompositionError("nll_loss on inputs with more than 2 dims (nll_loss2d) is not supported")
+        raise DecompositionDeclined("nll_loss on inputs with more than 2 dims (nll_loss2d) is not supported")
 
 
 @register_decomposition(aten.nll_loss_forward.default)
@@ -415,7 +513,7 @@ class PoolGeometry:
 
     def __init__(self, x, kernel_size, stride, padding, dilation, ceil_mode):
         if x.ndim not in (3, 4):
-            raise DecompositionError(f"2-d pooling of a {x.ndim}-d input is not supported")
+            raise DecompositionDeclined(f"2-d pooling of a {x.ndim}-d input is not supported")
         self.input = list(x.shape[-2:])
         self.kernel = _pair(kernel_size)
         self.stride = _pair(stride) if stride else self.kernel
@@ -586,3 +684,81 @@ def native_dropout(x, p, train):
 @register_decomposition(aten.native_dropout_backward.default)
 def native_dropout_backward(grad_output, mask, scale):
     return grad_output * (mask.to(grad_output.dtype) * scale)
+
+
+# --------------------------------------------------------------------------- group norm
+
+@register_decomposition(aten.native_group_norm.default)
+def native_group_norm(x, weight, bias, n, c, hxw, group, eps):
+    """Normalize each group of c / group channels of each sample (with its spatial positions);
+    also return mean and rstd, of shape [n, group]."""
+    dtype, grouped = x.dtype, opmath(x).reshape(n, group, -1)
+    var, mean = var_mean_two_pass(grouped, [2], correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    out = ((grouped - mean) * rstd).reshape(x.shape)
+    if weight is not None:
+        out = out * _per_channel(weight, x.ndim)
+    if bias is not None:
+        out = out + _per_channel(bias, x.ndim)
+    return out.to(dtype), mean.reshape(n, group).to(dtype), rstd.reshape(n, group).to(dtype)
+
+
+@register_decomposition(aten.native_group_norm_backward.default)
+def native_group_norm_backward(grad_output, x, mean, rstd, weight, n, c, hxw, group, output_mask):
+    """Layer norm's backward within each group (x̂ = (x - mean) rstd, g = dy weight):
+    dx = rstd (g - mean(g) - x̂ mean(g x̂)); dweight = sum(dy x̂); dbias = sum(dy), per channel."""
+    grad = opmath(grad_output)
+    x_hat = (opmath(x).reshape(n, group, -1) - opmath(mean).reshape(n, group, 1)) * opmath(rstd).reshape(n, group, 1)
+    x_hat = x_hat.reshape(x.shape)
+    not_channel = [d for d in range(x.ndim) if d != 1]
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        g = (grad * _per_channel(weight, x.ndim) if weight is not None else grad).reshape(n, group, -1)
+        grouped_hat = x_hat.reshape(n, group, -1)
+        inner = g - g.mean(2, keepdim=True) - grouped_hat * (g * grouped_hat).mean(2, keepdim=True)
+        grad_input = (opmath(rstd).reshape(n, group, 1) * inner).reshape(x.shape).to(x.dtype)
+    if output_mask[1] and weight is not None:
+        grad_weight = (grad * x_hat).sum(not_channel).to(weight.dtype)
+    if output_mask[2]:
+        grad_bias = grad.sum(not_channel).to(grad_output.dtype)
+    return grad_input, grad_weight, grad_bias
+
+
+# --------------------------------------------------------------------------- vector norm
+
+@register_decomposition(aten.linalg_vector_norm.default)
+def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """(sum |x|^ord)^(1/ord) over dim, with the limits ord = 0 (a count), inf and -inf."""
+    if x.dtype.is_complex:
+        raise DecompositionDeclined("linalg_vector_norm of complex tensors is not supported")
+    x = x.to(dtype) if dtype is not None else x
+    result_dtype, magnitude = x.dtype, torch.abs(opmath(x))
+    dims = list(range(x.ndim)) if dim is None or dim == [] else dim
+    if ord == math.inf:
+        norm = magnitude.amax(dims, keepdim=keepdim)
+    elif ord == -math.inf:
+        norm = magnitude.amin(dims, keepdim=keepdim)
+    elif ord == 0:
+        norm = (magnitude != 0).to(magnitude.dtype).sum(dims, keepdim=keepdim)
+    elif ord == 1:
+        norm = magnitude.sum(dims, keepdim=keepdim)
+    elif ord == 2:
+        norm = torch.sqrt((magnitude * magnitude).sum(dims, keepdim=keepdim))
+    else:
+        norm = torch.pow(torch.pow(magnitude, ord).sum(dims, keepdim=keepdim), 1.0 / ord)
+    return norm.to(result_dtype)
+
+
+# --------------------------------------------------------------------------- view backwards
+
+@register_decomposition(aten.slice_backward.default)
+def slice_backward(grad_output, input_sizes, dim, start, end, step):
+    """The gradient of x[start:end:step] (along dim): zeros with grad_output in the slice."""
+    zeros = prims.full(list(input_sizes), 0, dtype=grad_output.dtype, device=grad_output.device)
+    return slice_scatter(zeros, grad_output, dim, start, end, step)
+
+
+@register_decomposition(aten.select_backward.default)
+def select_backward(grad_output, input_sizes, dim, index):
+    zeros = prims.full(list(input_sizes), 0, dtype=grad_output.dtype, device=grad_output.device)
+    return select_scatter(zeros, grad_output, dim, index)

@@ -15,7 +15,7 @@ import math
 import torch
 
 from .primitives import prims
-from .registry import DecompositionError, register_decomposition
+from .registry import DecompositionDeclined, DecompositionError, register_decomposition
 
 aten = torch.ops.aten
 
@@ -27,7 +27,7 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 def _category(dtype):
     """bool < integer < floating point: the order in which kinds of numbers win promotion."""
     if dtype.is_complex:
-        raise DecompositionError(f"complex dtypes ({dtype}) are not supported")
+        raise DecompositionDeclined(f"complex dtypes ({dtype}) are not supported")
     if dtype == torch.bool:
         return 0
     return 2 if dtype.is_floating_point else 1
@@ -672,7 +672,7 @@ def as_strided_scatter(a, src, size, stride, storage_offset=None):
     reach = 0  # a view that reaches one position twice has no single answer
     for step, n in extents:
         if step <= reach:
-            raise DecompositionError(f"as_strided_scatter with size {list(size)} and stride "
+            raise DecompositionDeclined(f"as_strided_scatter with size {list(size)} and stride "
                                      f"{list(stride)} writes some elements twice: unsupported")
         reach += step * (n - 1)
     positions = _strided_positions(size, stride, storage_offset or 0, a.device)
@@ -685,7 +685,8 @@ def as_strided_scatter(a, src, size, stride, storage_offset=None):
     return reshape(prims.where(written, values, flat), list(a.shape))
 
 
-@register_decomposition(aten.split_with_sizes.default, aten.split_with_sizes_copy.default)
+@register_decomposition(aten.split_with_sizes.default, aten.split_with_sizes_copy.default,
+                        aten.unsafe_split_with_sizes.default)
 def split_with_sizes(a, split_sizes, dim=0):
     dim = canonical_dim(dim, a.ndim)
     starts = [0]
@@ -694,7 +695,7 @@ def split_with_sizes(a, split_sizes, dim=0):
     return [slice_tensor(a, dim, s, e) for s, e in zip(starts, starts[1:])]
 
 
-@register_decomposition(aten.split.Tensor, aten.split_copy.Tensor)
+@register_decomposition(aten.split.Tensor, aten.split_copy.Tensor, aten.unsafe_split.Tensor)
 def split(a, split_size, dim=0):
     size = a.shape[canonical_dim(dim, a.ndim)]
     chunks = max(1, -(-size // split_size)) if split_size else 1
@@ -721,7 +722,7 @@ def clone(a, *, memory_format=None):
 
 def _check_same_device(a, device, what):
     if device is not None and torch.device(device) != a.device:
-        raise DecompositionError(f"{what} from {a.device} to {device}: device copies are not supported")
+        raise DecompositionDeclined(f"{what} from {a.device} to {device}: device copies are not supported")
 
 
 @register_decomposition(aten._to_copy.default)
@@ -804,6 +805,20 @@ def _register_new(ops, value):
 
 
 _register_new([aten.new_zeros.default, aten.new_empty.default], 0)
+
+
+@register_decomposition(aten.new_empty_strided.default)
+def new_empty_strided(a, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """Uninitialized memory, like a (zeros do; the result is contiguous whatever stride asks)."""
+    return full(size, 0, dtype=dtype or a.dtype, device=device or a.device)
+
+
+@register_decomposition(aten.fill.Scalar, aten.fill.Tensor)
+def fill(a, value):
+    """A tensor like a, every element value (a number, or a 0-d tensor)."""
+    if isinstance(value, torch.Tensor):
+        return prims.broadcast_in_dim(to_dtype(value, a.dtype), list(a.shape), [])
+    return full(a.shape, value, dtype=a.dtype, device=a.device)
 _register_new([aten.new_ones.default], 1)
 
 
@@ -927,13 +942,40 @@ def index(a, indices):
     """a[..., idx, ...] with a single integer index tensor (negative indices wrap)."""
     used = [(d, i) for d, i in enumerate(indices) if i is not None]
     if len(used) != 1:
-        raise DecompositionError(f"aten.index with {len(used)} index tensors: only one is supported")
+        raise DecompositionDeclined(f"aten.index with {len(used)} index tensors: only one is supported")
     dim, idx = used[0]
     idx = _check_index(idx)
     flat = reshape(idx, [-1])
     flat = prims.where(prims.lt(flat, 0), prims.add(flat, a.shape[dim]), flat)
     picked = index_select(a, dim, flat)
     return reshape(picked, [*a.shape[:dim], *idx.shape, *a.shape[dim + 1:]])
+
+
+@register_decomposition(aten.index_put.default)
+def index_put(a, indices, values, accumulate=False):
+    """a with values added at a[..., index, ...]: a scatter_add along the index's dim.
+
+    Only accumulate=True with one index tensor is decomposed. Without accumulate, repeated
+    indices leave one of their values, and which one is aten's business: that case is declined."""
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if not accumulate or len(used) != 1 or used[0][1].dtype not in (torch.int64, torch.int32):
+        raise DecompositionDeclined(f"index_put with accumulate={accumulate} and {len(used)} index "
+                                    "tensor(s): only accumulate=True with one integer index tensor is decomposed")
+    dim, idx = used[0]
+    flat = reshape(_check_index(idx), [-1])
+    flat = prims.where(prims.lt(flat, 0), prims.add(flat, a.shape[dim]), flat)
+    shape = [*a.shape[:dim], flat.shape[0], *a.shape[dim + 1:]]
+    values = broadcast_to(to_dtype(values, a.dtype), [*a.shape[:dim], *idx.shape, *a.shape[dim + 1:]])
+    return prims.scatter_add(a, dim, prims.broadcast_in_dim(flat, shape, [dim]), reshape(values, shape))
+
+
+@register_decomposition(aten.flip.default)
+def flip(a, dims):
+    """a with the order of elements reversed along each of dims: index_selects of reversed iotas."""
+    for dim in {canonical_dim(d, a.ndim) for d in dims}:
+        size = a.shape[dim]
+        a = index_select(a, dim, prims.iota(size, start=size - 1, step=-1, dtype=torch.int64, device=a.device))
+    return a
 
 
 @register_decomposition(aten.cat.default)

@@ -8,7 +8,8 @@ decomposed in turn). ``refs.py`` and ``decompositions.py`` fill it with
 ``EXTERN_FALLBACKS`` are the few aten ops that are not decomposed at all: they stay in the prim
 graph as they are, and backends call them as library kernels. With ``config.implicit_fallbacks``
 (the default, as in TorchInductor), so does any other functional aten op that has no
-decomposition (:func:`implicit_fallback_problem` says which cannot); each is logged and counted.
+decomposition, or whose decomposition declines the arguments it got (:func:`implicit_fallback_problem`
+says which ops cannot); each is logged and counted.
 """
 import torch
 
@@ -40,6 +41,11 @@ def implicit_fallback_problem(op):
 
 class DecompositionError(RuntimeError):
     """An aten graph could not be rewritten into prims (the message says what is unsupported)."""
+
+
+class DecompositionDeclined(DecompositionError):
+    """A decomposition does not handle these arguments, though aten's op does (two index tensors,
+    a complex dtype...): with implicit fallbacks the node becomes an extern fallback instead."""
 
 
 def register_decomposition(*ops):
