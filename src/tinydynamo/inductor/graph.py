@@ -150,8 +150,8 @@ class GraphLowering(torch.fx.Interpreter):
         if isinstance(meta, torch.Tensor):
             check_tensor(f"output of {name}", meta, self.device_type)
             return self.register_buffer(
-                lambda buf: ir.ExternKernel(buf, _layout_of(meta), kernel, args, kwargs))
-        parent = self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs))
+                lambda buf: ir.ExternKernel(buf, _layout_of(meta), kernel, args, kwargs, name))
+        parent = self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs, name))
         return tuple(
             None if m is None else self.register_buffer(
                 lambda buf, m=m, i=i: ir.MultiOutput(buf, _layout_of(m), parent, i))

@@ -177,14 +177,15 @@ class ExternKernel(Buffer):
     outputs has no layout of its own; :class:`MultiOutput` buffers pick its results.
     """
 
-    def __init__(self, name, layout, kernel, args, kwargs):
+    def __init__(self, name, layout, kernel, args, kwargs, kernel_name):
         super().__init__(name, layout)
         self.kernel = kernel
         self.args = args
         self.kwargs = kwargs
+        self._kernel_name = kernel_name  # "mm" for a prim's impl, "aten.sort.default" for an aten op
 
     def kernel_name(self):
-        return getattr(self.kernel, "__name__", str(self.kernel))
+        return self._kernel_name
 
     def inputs(self):
         """The realized IR values among the arguments."""
