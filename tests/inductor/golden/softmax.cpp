@@ -18,7 +18,7 @@ static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf3
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       float tmp2 = arg0_x_1[64*x0 + x1];
       float tmp3 = tmp2 - buf0;
-      float tmp4 = expf(tmp3);
+      float tmp4 = td_expf(tmp3);
       buf1[x1] = tmp4;
     }
     float acc5 = 0;

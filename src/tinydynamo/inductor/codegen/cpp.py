@@ -45,13 +45,16 @@ PARALLEL_MIN_ELEMENTS = 32768
 STORAGE_CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.float16: "_Float16",
     torch.bfloat16: "td_bfloat16", torch.int64: "int64_t", torch.int32: "int32_t",
-    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+    # bool is stored as uint8_t (torch's layout too): GCC does not vectorize loads of C++ bool
+    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "uint8_t",
 }
 ROUND_TO = {torch.float16: "td_round_f16", torch.bfloat16: "td_round_bf16"}
 
 
 def compute_ctype(dtype):
-    """The C type values of ``dtype`` are computed in: float for 16-bit floats."""
+    """The C type values of ``dtype`` are computed in: float for 16-bit floats, bool for bool."""
+    if dtype == torch.bool:
+        return "bool"
     return "float" if dtype in ROUND_TO else STORAGE_CTYPES[dtype]
 
 
@@ -124,7 +127,7 @@ class CppOverrides:
 
     @staticmethod
     def exp(x):
-        return _math("exp", x)
+        return _math("td_exp", x)  # the prelude's exp, without glibc's slow path for tiny results
 
     @staticmethod
     def log(x):
