@@ -103,3 +103,22 @@ def test_fake_and_meta_example_inputs():
         fake = torch.empty(8, 8)
     for example in (fake, torch.empty(8, 8, device="meta")):
         assert_same(compile_fx_inner(gm, [example])(x), fn(x))
+
+
+def test_an_extern_output_that_views_the_workspace_is_copied_out_of_it():
+    # An op that returns a view of its input without saying so in its schema, as unsafe_split
+    # does. Its input lives in the workspace, whose space the next kernel reuses.
+    library = torch.library.Library("tinydynamo_test_runtime", "FRAGMENT")  # noqa: TOR901
+    library.define("first_rows(Tensor x) -> Tensor")
+    library.impl("first_rows", lambda x: x[:2], "CPU")
+    library.impl("first_rows", lambda x: x[:2], "Meta")
+    first_rows = torch.ops.tinydynamo_test_runtime.first_rows.default
+
+    def fn(x):
+        rows = first_rows(torch.exp(x))  # exp(x) is an intermediate, in the workspace
+        other = torch.sin(x) * 3  # may take exp(x)'s space once first_rows has read it
+        return rows.reshape(-1).cumsum(0)[-1] + other.sum(), rows * 2
+
+    x = torch.randn(64, 32)
+    compiled = check_torch(fn, [x])
+    assert_same(compiled(x), fn(x))
