@@ -1393,6 +1393,20 @@ class Named(nn.Module):
         return {name: head(x) for name, head in self.heads.items()}
 
 
+class WithParameterList(nn.Module):
+    """nn.ParameterList names its parameters "0", "1"...: their guards say getattr(p, '0')."""
+
+    def __init__(self):
+        super().__init__()
+        self.scales = nn.ParameterList([nn.Parameter(torch.ones(5) * 2), nn.Parameter(torch.ones(5) / 2)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(5, 5), "b": nn.Linear(5, 5)})
+
+    def forward(self, x):
+        for name, head in self.heads.items():
+            x = head(x) * self.scales[0] + self.scales[-1]
+        return x
+
+
 class Base(nn.Module):
     def __init__(self):
         super().__init__()
@@ -1456,6 +1470,11 @@ def module_list_index(model, x):
 
 @case(seeded(Named), X)
 def module_dict(model, x):
+    return model(x)
+
+
+@case(seeded(WithParameterList), X)
+def module_parameter_list_and_dict(model, x):
     return model(x)
 
 

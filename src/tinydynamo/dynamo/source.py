@@ -15,6 +15,7 @@ value it reads from the frame. Sources are used three ways:
 Free variables of the compiled frame count as locals, as they do in ``frame.f_locals``.
 """
 import dataclasses
+import keyword
 import re
 
 
@@ -89,7 +90,9 @@ class AttrSource(Source):
         return self.child_expression(self.base.name())
 
     def child_expression(self, base):
-        return f"{base}.{self.member}"
+        if self.member.isidentifier() and not keyword.iskeyword(self.member):
+            return f"{base}.{self.member}"
+        return f"getattr({base}, {self.member!r})"  # nn.ParameterList's members are named "0", "1"...
 
     def reconstruct(self, codegen):
         self.base.reconstruct(codegen)
