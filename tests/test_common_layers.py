@@ -54,6 +54,14 @@ class EinsumNormalize(nn.Module):
         return torch.einsum("bij,bjk->bik", a, b).tanh() + F.normalize(a, dim=-1).sum()
 
 
+class FusedAttention(nn.Module):
+    """scaled_dot_product_attention with a boolean mask (a tensor keyword argument of its aten op)."""
+
+    def forward(self, q, k, v):
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask) + F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 class WritesIntoSlices(nn.Module):
     def __init__(self):
         super().__init__()
@@ -95,6 +103,8 @@ CASES = {
     "topk_sort_cumsum": (SortingAndScans, lambda: (randn(4, 10, requires_grad=True),)),
     "causal_mask_attention": (CausalMask, lambda: (randn(2, 5, 5, requires_grad=True),)),
     "einsum_normalize": (EinsumNormalize, lambda: (randn(2, 3, 4, requires_grad=True), randn(2, 4, 5))),
+    "sdpa_mask_and_causal": (FusedAttention, lambda: (randn(2, 2, 8, 4, requires_grad=True),
+                                                      randn(2, 2, 8, 4).flip(-1).requires_grad_(), randn(2, 2, 8, 4).cos())),
     "writes_into_slices": (WritesIntoSlices, lambda: (randn(6, 4, requires_grad=True), torch.tensor([0, 2, 5, 1]))),
 }
 

@@ -365,6 +365,43 @@ def test_reading_the_default_dtype_is_guarded():
         torch.set_default_dtype(previous)
 
 
+# --- AUTOCAST ----------------------------------------------------------------------------------------
+
+def matmul_then_float(q, k):
+    return (q @ k).float() + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_autocast_state_is_guarded_and_autocast_frames_run_eagerly(backend):
+    compiled = dynamo.compile(matmul_then_float, backend=backend)
+    q, k = torch.randn(4, 4), torch.randn(4, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # first call under autocast: runs eagerly
+        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
+        inside = stats()
+    torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))  # compiles, not stale
+    assert stats()["frames_compiled"] == inside["frames_compiled"] + 1
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
+        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
+    assert stats()["frames_compiled"] == inside["frames_compiled"] + 1  # both entries are reused
+    explanation = tinydynamo.explain(matmul_then_float)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        reasons = [str(r) for r in explanation(q, k).break_reasons]
+    assert any("torch.autocast is enabled (cpu)" in r for r in reasons), reasons
+
+
+def test_autocast_inside_the_function_matches_eager():
+    def f(q, k):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            scores = (q @ k.transpose(-1, -2)).float()
+        return scores.softmax(-1)
+
+    q, k = torch.randn(2, 4, 4), torch.randn(2, 4, 4)
+    out = dynamo.compile(f, backend="inductor")(q, k)
+    assert out.dtype == f(q, k).dtype == torch.float32
+    torch.testing.assert_close(out, f(q, k))
+
+
 class Mode:
     pass
 

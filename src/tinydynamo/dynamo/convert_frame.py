@@ -37,7 +37,7 @@ from ..utils import counters
 from . import eval_frame
 from .bytecode import assemble
 from .exc import RestartAnalysis, Unsupported
-from .guards import GuardBuilder, watch_ids
+from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
 from .output_graph import OutputGraph
 from .resume_execution import ContinueExecutionCache
 from .symbolic_convert import InstructionTranslator
@@ -172,6 +172,7 @@ def trace(func, args, backend, one_graph, break_at=None):
     tracer = InstructionTranslator(func, args, output, one_graph, break_at)
     grad_mode = torch.is_grad_enabled()
     try:
+        refuse_autocast(output, code)
         tracer.run()
     except Unsupported as e:
         e.guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
@@ -179,6 +180,19 @@ def trace(func, args, backend, one_graph, break_at=None):
     finally:
         torch.set_grad_enabled(grad_mode)  # `with torch.no_grad()` switched it while tracing
     return output, tracer
+
+
+def refuse_autocast(output, code):
+    """Under torch.autocast the frame runs eagerly: the example values are meta tensors, which
+    autocast does not cast, so the traced dtypes would be wrong. The eager entry is guarded on
+    the autocast state, so calls without autocast still compile."""
+    enabled = [device for device, (on, _) in zip(AUTOCAST_DEVICES, output.autocast) if on]
+    if enabled:
+        output.add_global_state_guard("AUTOCAST")
+        error = Unsupported(f"torch.autocast is enabled ({', '.join(enabled)}) when {code.co_name} "
+                            "starts: tinydynamo does not trace under autocast")
+        error.add_frame(code.co_filename, code.co_firstlineno, code.co_name)
+        raise error
 
 
 def local_names(code, instructions):

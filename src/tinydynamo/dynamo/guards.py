@@ -36,10 +36,20 @@ import torch
 from ..utils import counters
 from .source import ClosureSource, GlobalSource, LocalSource, Source
 
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_state():
+    """Whether autocast is on, and to which dtype, for each device type. AOT autograd traces the
+    casts autocast inserts, so a graph only holds under the autocast state it was traced in."""
+    return tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
+
+
 # Guard kinds, cheapest first: the order in which the guard function checks them.
 GUARD_KINDS = (
     "GRAD_MODE",  # torch.is_grad_enabled() as when traced
     "DEFAULT_DTYPE",  # torch.get_default_dtype() as when traced (factory functions use it)
+    "AUTOCAST",  # torch.autocast on or off (and its dtype) for each device type, as when traced
     "ID_MATCH",  # the very same object (modules, functions, classes)
     "TYPE_MATCH",  # an object of exactly this type
     "CONSTANT_MATCH",  # a constant equal to (and of the same type as) the traced one
@@ -130,6 +140,11 @@ class GuardBuilder:
 
     def DEFAULT_DTYPE(self, guard):
         return f"{self.const(torch.get_default_dtype)}() is {self.const(guard.value)}"
+
+    def AUTOCAST(self, guard):
+        if not any(enabled for enabled, _ in guard.value):  # the usual case, and a cheap check
+            return f"{self.const(torch._C._is_any_autocast_enabled)}() is False"
+        return f"{self.const(autocast_state)}() == {self.const(guard.value)}"
 
     def ID_MATCH(self, guard):
         self.watched.append(guard.value)

@@ -27,7 +27,7 @@ from .._logging import trace_artifact
 from ..utils import counters
 from . import eval_frame
 from .codegen import PyCodegen
-from .guards import Guard
+from .guards import Guard, autocast_state
 from .source import GlobalSource
 from .variables import ConstDictVariable, GetAttrVariable, TensorVariable, UserMethodVariable
 from .variables.lists import BaseListVariable
@@ -51,6 +51,7 @@ class OutputGraph:
         self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
+        self.autocast = autocast_state()
         self.current_tx = None  # the innermost translator, for stack traces in node.meta
         self.instruction_count = 0
         self.global_writes = {}  # name -> tracker: `global` assignments, replayed after the graph
@@ -61,10 +62,11 @@ class OutputGraph:
         self.guards.append(guard)
 
     def add_global_state_guard(self, kind):
-        """Global state the graph depends on: grad mode, and the default dtype (it decides the
-        dtype of ``torch.ones(3)`` and of ``int_tensor * 0.5``)."""
-        value = self.initial_grad_mode if kind == "GRAD_MODE" else self.default_dtype
-        self.add_guard(Guard(None, kind, value))
+        """Global state the graph depends on: grad mode, the default dtype (it decides the dtype
+        of ``torch.ones(3)`` and of ``int_tensor * 0.5``), and autocast."""
+        values = {"GRAD_MODE": self.initial_grad_mode, "DEFAULT_DTYPE": self.default_dtype,
+                  "AUTOCAST": self.autocast}
+        self.add_guard(Guard(None, kind, values[kind]))
 
     def add_input(self, source, value):
         """A placeholder for the tensor at ``source`` (or the existing one if already an input)."""
@@ -165,6 +167,7 @@ class OutputGraph:
         if self.has_computation():
             self.add_global_state_guard("GRAD_MODE")
             self.add_global_state_guard("DEFAULT_DTYPE")
+            self.add_global_state_guard("AUTOCAST")
             self.add_aliasing_guard()
             codegen.load_global(self.compile_and_call_fx_graph(), push_null=True)
             for source, _, _ in self.graph_inputs:

@@ -60,9 +60,11 @@ class ProxyTensor(torch.Tensor):
 
 
 def _map(fn, value):
-    """Apply fn to every leaf of a nest of lists and tuples."""
+    """Apply fn to every leaf of a nest of lists, tuples and dicts (the values of a dict)."""
     if isinstance(value, (list, tuple)):
         return type(value)(_map(fn, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _map(fn, v) for k, v in value.items()}
     return fn(value)
 
 
