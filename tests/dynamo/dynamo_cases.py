@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import enum
 import functools
+import itertools
 import math
 import operator
 
@@ -811,6 +812,26 @@ def enumerate_loop(xs):
 @case([T(3), T(3)], [T(3), T(3)])
 def zip_loop(xs, ys):
     return [a * b for a, b in zip(xs, ys)]
+
+
+@case(X)
+def itertools_product_loop(x):
+    out = x
+    for a, b in itertools.product([1, 2], [3, 4]):
+        out = out * a + b
+    return out
+
+
+@case(X)
+def itertools_chain_loop(x):
+    for k in itertools.chain([1, 2], (3,)):
+        x = x * k
+    return x
+
+
+@case([T(3), T(3), T(3)])
+def functools_reduce_over_tensors(xs):
+    return functools.reduce(lambda a, b: a * 2 + b, xs), functools.reduce(operator.add, xs, 1.5)
 
 
 @case([T(3), T(3), T(3)])

@@ -23,7 +23,7 @@ import torch
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
-from .builtin import BuiltinVariable
+from .builtin import HANDLERS, BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
@@ -143,7 +143,9 @@ class VariableBuilder:
             return BuiltinVariable(value, self.source)
         if isinstance(value, type):
             self.guard("ID_MATCH", value)
-            return BuiltinVariable(value) if value.__module__ == "builtins" else TypeVariable(value, self.source)
+            if value.__module__ == "builtins" or value in HANDLERS:  # int, list... itertools.product
+                return BuiltinVariable(value)
+            return TypeVariable(value, self.source)
         self.guard("TYPE_MATCH", type(value))
         return UserDefinedObjectVariable(value, self.source)
 

@@ -11,7 +11,9 @@ decides what ``a + b`` means:
 The other builtins have a ``call_<name>`` method each. Builtins with side effects (``print``,
 ``id``, ``open``...) are Unsupported.
 """
+import functools
 import inspect
+import itertools
 import operator
 
 from ..exc import Unsupported, unsupported
@@ -217,6 +219,25 @@ class BuiltinVariable(VariableTracker):
     def call_bool(self, tx, value=None):
         return ConstantVariable(False if value is None else value.truthy(tx))
 
+    def call_product(self, tx, *seqs, repeat=None):
+        """itertools.product over sequences the translator can unpack."""
+        pools = [s.unpack_var_sequence(tx) for s in seqs] * (repeat.as_python_constant() if repeat else 1)
+        return ListIteratorVariable(TupleVariable(list(row)) for row in itertools.product(*pools))
+
+    def call_chain(self, tx, *seqs):
+        """itertools.chain."""
+        return ListIteratorVariable(item for seq in seqs for item in seq.unpack_var_sequence(tx))
+
+    def call_reduce(self, tx, fn, seq, initial=None):
+        """functools.reduce: fn applied left to right, traced like any call."""
+        items = seq.unpack_var_sequence(tx)
+        if initial is None and not items:
+            unsupported("functools.reduce() of an empty sequence with no initial value (TypeError)")
+        total, rest = (initial, items) if initial is not None else (items[0], items[1:])
+        for item in rest:
+            total = fn.call_function(tx, [total, item], {})
+        return total
+
     def call_sum(self, tx, seq, start=None):
         total = start if start is not None else ConstantVariable(0)
         for item in seq.unpack_var_sequence(tx):
@@ -257,7 +278,7 @@ HANDLERS = {
     len, isinstance, getattr, hasattr, callable, type, range, slice, iter, next, enumerate, zip,
     reversed, map, filter, tuple, list, dict, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
-    operator.truth, operator.is_, operator.is_not,
+    operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
 }
 
 
