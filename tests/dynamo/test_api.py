@@ -331,3 +331,21 @@ def test_counters():
     # frames offered to the callback: f twice, and once the wrapper that runs graphs with the
     # hook off (eval_frame.disable), which is then marked SKIP
     assert s["frames_seen"] == 3
+
+
+def one_hot_plus(x, labels):
+    h = x * 2
+    return h + torch.nn.functional.one_hot(labels, 3).float()  # aten's one_hot calls .item()
+
+
+def test_a_frame_the_backend_cannot_compile_runs_eagerly_with_a_warning_naming_the_line():
+    x, labels = torch.randn(2, 3), torch.tensor([0, 2])
+    compiled = tinydynamo.compile(one_hot_plus)
+    before = tinydynamo.stats()["fallbacks"]
+    with pytest.warns(UserWarning, match=r"(?s)runs eagerly: the backend cannot compile it.*_local_scalar_dense"
+                                          r".*in one_hot_plus\n.*one_hot\(labels, 3\)"):
+        torch.testing.assert_close(compiled(x, labels), one_hot_plus(x, labels))
+    assert tinydynamo.stats()["fallbacks"] == before + 1
+    torch.testing.assert_close(compiled(x, labels), one_hot_plus(x, labels))  # no second warning
+    with pytest.raises(NotImplementedError, match="_local_scalar_dense"):
+        tinydynamo.compile(one_hot_plus, fullgraph=True)(x, labels)

@@ -556,4 +556,9 @@ add([aten.fill.Scalar], [S(T(3, 4), 2.5), S(T(3, 4, dtype=i64), 7), S(T(0, 2), 1
 add([aten.fill.Tensor], [S(T(3, 4), torch.tensor(2.5)), S(T(3, 4, dtype=bf16), torch.tensor(1.5, dtype=f64)), S(T(2), T())])
 add([aten.new_empty_strided.default], [S(T(3, 4), [2, 5], [5, 1], values=False), S(T(3, dtype=i64), [4], [1], values=False),
                                        S(T(3), [2, 2], [1, 2], dtype=f64, values=False)])
-
+add([aten.unfold.default, aten.unfold_copy.default],
+    [S(T(6, 4), 0, 2, 2), S(T(6, 4), 1, 3, 1), S(T(2, 7, 3), -2, 3, 2), S(T(5), 0, 5, 1), S(T(4, 3, noncontiguous=True), 0, 2, 1),
+     S(T(3, 4, dtype=i64), 1, 1, 3), S(T(), 0, 1, 1)])
+add([aten.diagonal.default, aten.diagonal_copy.default],
+    [S(T(4, 4)), S(T(3, 5), 1), S(T(3, 5), -2), S(T(2, 3, 4), 0, 0, 2), S(T(2, 3, 4), 1, -1, 0), S(T(3, 3), 5),
+     S(T(4, 3, noncontiguous=True), -1), S(T(3, 4, dtype=i64), 0, 1, 0)])

@@ -55,6 +55,8 @@ def _lift_parameters_and_buffers(gm):
     def flat_fn(*args):
         tensors = {name: args[position[id(t)]] for name, t in named}
         with _swapped_module_tensors(gm, tensors):
+            if isinstance(gm, fx.GraphModule):  # node by node: an error names the node and its user line
+                return fx.Interpreter(gm).run(*args[len(lifted):])
             return gm(*args[len(lifted):])
 
     return lifted, flat_fn

@@ -263,6 +263,12 @@ class ConvertFrame:
             trace_artifact("graph_breaks", lambda: f"{describe(code)} runs eagerly: {e}")
             self.add_entry(entries, e.guard, eager_code(code))
             return None
+        except NotImplementedError as e:  # the backend met something it does not support
+            if self.fullgraph:
+                raise
+            message = "\n".join(line for line in str(e).splitlines() if not line.startswith("Use tlparse"))
+            self.run_eagerly(code, entries, f"the backend cannot compile it: {message}")
+            return None
         except Exception as e:
             if not config.suppress_errors:
                 raise
@@ -277,6 +283,16 @@ class ConvertFrame:
         if frame.graph_break is not None:
             self.break_reasons.append(frame.graph_break)
         return frame.code
+
+    def run_eagerly(self, code, entries, reason):
+        """From now on, run ``code`` eagerly; warn once, and let explain() report why."""
+        warnings.warn(f"tinydynamo: {describe(code)} runs eagerly: {reason}", stacklevel=2)
+        error = Unsupported(reason)
+        error.add_frame(code.co_filename, code.co_firstlineno, code.co_name)
+        self.break_reasons.append(error)
+        entries.append((self, always, eager_code(code)))
+        counters["fallbacks"] += 1
+        trace_artifact("graph_breaks", lambda: f"{describe(code)} runs eagerly: {reason}")
 
     def add_entry(self, entries, guard, new_code):
         entry = (self, guard, new_code)

@@ -685,6 +685,38 @@ def as_strided_scatter(a, src, size, stride, storage_offset=None):
     return reshape(prims.where(written, values, flat), list(a.shape))
 
 
+@register_decomposition(aten.unfold.default, aten.unfold_copy.default)
+def unfold(a, dimension, size, step):
+    """Windows of ``size`` elements every ``step`` along dim, in a new last dim: a gather of
+    positions ``window * step + offset``, then the offset dim moved to the end."""
+    if a.ndim == 0:
+        return reshape(a, [1])
+    dim = canonical_dim(dimension, a.ndim)
+    windows = (a.shape[dim] - size) // step + 1
+    starts = prims.broadcast_in_dim(prims.iota(windows, start=0, step=step, dtype=torch.int64, device=a.device),
+                                    [windows, size], [0])
+    offsets = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, dtype=torch.int64, device=a.device),
+                                     [windows, size], [1])
+    picked = index_select(a, dim, reshape(prims.add(starts, offsets), [-1]))
+    picked = reshape(picked, [*a.shape[:dim], windows, size, *a.shape[dim + 1:]])
+    return permute(picked, [*range(dim + 1), *range(dim + 2, a.ndim + 1), dim + 1])
+
+
+@register_decomposition(aten.diagonal.default, aten.diagonal_copy.default)
+def diagonal(a, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes, in a new last dim: those two dims moved last and
+    flattened, then a gather of the flat positions (i + row0) * columns + (i + column0)."""
+    dim1, dim2 = canonical_dim(dim1, a.ndim), canonical_dim(dim2, a.ndim)
+    rows, columns = a.shape[dim1], a.shape[dim2]
+    row0, column0 = max(-offset, 0), max(offset, 0)
+    length = max(0, min(rows - row0, columns - column0))
+    rest = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    planes = reshape(permute(a, [*rest, dim1, dim2]), [*(a.shape[d] for d in rest), rows * columns])
+    positions = prims.iota(length, start=row0 * columns + column0, step=columns + 1, dtype=torch.int64,
+                           device=a.device)
+    return index_select(planes, len(rest), positions)
+
+
 @register_decomposition(aten.split_with_sizes.default, aten.split_with_sizes_copy.default,
                         aten.unsafe_split_with_sizes.default)
 def split_with_sizes(a, split_sizes, dim=0):
