@@ -63,6 +63,16 @@ class FusedAttention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask) + F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
+class CausalDecoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True, norm_first=True)
+
+    def forward(self, x, memory):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.layer(x, memory, tgt_mask=mask, tgt_is_causal=True)
+
+
 class WritesIntoSlices(nn.Module):
     def __init__(self):
         super().__init__()
@@ -81,6 +91,7 @@ def randn(*shape, requires_grad=False):
 CASES = {
     "transformer_encoder_layer": (lambda: nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True),
                                   lambda: (randn(2, 10, 32),)),
+    "transformer_decoder_layer": (CausalDecoder, lambda: (randn(2, 5, 16), randn(2, 6, 16))),
     "multihead_attention": (lambda: nn.MultiheadAttention(32, 4, batch_first=True),
                             lambda: (randn(2, 5, 32), randn(2, 6, 32), randn(2, 6, 32))),
     "lstm": (lambda: nn.LSTM(8, 16, batch_first=True), lambda: (randn(3, 5, 8),)),
@@ -155,6 +166,15 @@ def test_layer_forward_and_backward_match_eager(name, frontend):
         torch.testing.assert_close(actual, expected, **TOLERANCE, msg=lambda m: f"{name} output {i}: {m}")
     for i, (actual, expected) in enumerate(zip(grads, expected_grads, strict=True)):
         torch.testing.assert_close(actual, expected, **TOLERANCE, msg=lambda m: f"{name} gradient {i}: {m}")
+
+
+@pytest.mark.parametrize("name", ["transformer_encoder_layer", "transformer_decoder_layer", "multihead_attention"])
+def test_attention_layers_are_one_graph(name):
+    # torch.nn.functional's helpers on constants (_canonical_mask(None, ...)) are folded, not breaks
+    make_model, make_inputs = CASES[name]
+    tinydynamo.reset()
+    explanation = tinydynamo.explain(make_model())(*make_inputs())
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
 
 
 def test_a_custom_op_with_a_fake_kernel_is_an_extern_call_in_one_graph():

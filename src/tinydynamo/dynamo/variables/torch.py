@@ -19,7 +19,7 @@ import torch
 
 from ..exc import unsupported
 from .base import VariableTracker
-from .constant import ConstantVariable, fold, wrap_constant
+from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .tensor import trace_op
 
 SIDE_EFFECT_FUNCTIONS = {
@@ -82,7 +82,18 @@ class TorchFunctionVariable(VariableTracker):
             return ConstantVariable(torch.get_default_dtype())
         if self.fn in HAS_TORCH_FUNCTION:  # the check at the top of torch.nn.functional's functions
             return ConstantVariable(False)  # (tensor subclasses with __torch_function__ are unsupported)
+        if self.is_foldable_helper(args, kwargs):
+            result = fold(self.fn, *[a.as_python_constant() for a in args],
+                          **{k: v.as_python_constant() for k, v in kwargs.items()})
+            if is_constant_value(result):
+                return wrap_constant(result)
         return trace_op(tx, "call_function", self.fn, args, kwargs)
+
+    def is_foldable_helper(self, args, kwargs):
+        """A Python helper of torch.nn.functional called on constants only (``_canonical_mask(None,
+        ...)``, ``_none_or_dtype(None)``): it computes a constant, run now instead of recorded."""
+        return (isinstance(self.fn, types.FunctionType) and self.fn.__module__ == "torch.nn.functional"
+                and all(a.is_python_constant() for a in [*args, *kwargs.values()]))
 
     def __repr__(self):
         return f"TorchFunctionVariable({getattr(self.fn, '__qualname__', self.fn)})"
