@@ -222,3 +222,41 @@ def test_three_argument_type_is_a_graph_break():
     explanation = tinydynamo.explain(fn)(x)
     assert "builtin type() with 3 positional" in str(explanation.break_reasons[0])
     torch.testing.assert_close(tinydynamo.compile(fn)(x), fn(x))
+
+
+def _embedding_bag_with_weights(weight, indices):
+    per_sample = torch.linspace(-1.0, 1.0, indices.numel())
+    return F.embedding_bag(indices, weight, torch.tensor([0, 3]), mode="sum", per_sample_weights=per_sample)
+
+
+OPS = {
+    # a check op with no output: aten._linalg_check_errors must still run (and raise if singular)
+    "linalg_inv": (lambda a: torch.linalg.inv(a) * 2, lambda: (torch.eye(4) * 2 + 0.1,)),
+    # a real output shape that aten's meta kernel gets wrong (offset2bag): the traced one is used
+    "embedding_bag_per_sample_weights": (_embedding_bag_with_weights,
+                                         lambda: (randn(10, 5), torch.tensor([1, 4, 7, 0, 9]))),
+    # complex tensors: no prims for them, the aten ops run as they are
+    "complex_and_fft": (lambda x: torch.fft.rfft(x).abs() + x.to(torch.complex64).real.sum(), lambda: (randn(4, 8),)),
+    "index_select_of_a_0d_tensor": (lambda x: torch.index_select(x, 0, torch.tensor([0])) * 3, lambda: (torch.tensor(2.5),)),
+    "unfold_diagonal": (lambda x: x.unfold(1, 3, 2).sum(-1) + torch.diagonal(x, 1).sum(), lambda: (randn(4, 7),)),
+}
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_ops_outside_the_prims_match_eager(name):
+    fn, make_inputs = OPS[name]
+    inputs = make_inputs()
+    tinydynamo.reset()
+    if name == "complex_and_fft":  # complex views (view_as_real) have no prims: the frame runs eagerly
+        with pytest.warns(UserWarning, match="runs eagerly: tinydynamo cannot compile it"):
+            torch.testing.assert_close(tinydynamo.compile(fn)(*inputs), fn(*inputs))
+        return
+    torch.testing.assert_close(tinydynamo.compile(fn)(*inputs), fn(*inputs))
+    assert tinydynamo.stats()["fallbacks"] == 0  # compiled, not run eagerly
+
+
+def test_a_singular_matrix_raises_as_in_eager():
+    compiled = tinydynamo.compile(OPS["linalg_inv"][0])
+    compiled(torch.eye(3))
+    with pytest.raises(torch.linalg.LinAlgError):
+        compiled(torch.zeros(3, 3))

@@ -308,3 +308,13 @@ def test_aot_logs_print_joint_forward_and_backward_graphs(capsys):
     for title in ("joint graph", "forward graph", "backward graph"):
         assert f"[tinydynamo:aot] {title}:" in err
     assert "torch.ops.aten.gelu_backward.default" in err
+
+
+@pytest.mark.parametrize("offset", [0, 5, 10])
+def test_as_strided_of_an_input_view_reads_its_memory_as_eager_does(offset):
+    # as_strided addresses the storage: here, memory before and after the view's own elements.
+    # The graph cannot see it, so the frame runs eagerly; it used to read the traced copy instead.
+    x = torch.arange(20.0)[5:15]
+    fn = lambda t: torch.as_strided(t, (2, 2), (1, 2), offset) * 2  # noqa: E731
+    with pytest.warns(UserWarning, match="as_strided of a graph input"):
+        assert_close(tinydynamo.compile(fn)(x), fn(x))

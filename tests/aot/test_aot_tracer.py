@@ -212,7 +212,7 @@ def mutate_through_as_strided(x):
     column = y.as_strided([3], [6], 2)
     column.mul_(10)
     y.as_strided([2, 2], [1, 6], 7).add_(1)
-    return y, column * 1, x.as_strided([2, 3], [3, 1], 4).exp()
+    return y, column * 1, (x * 2).as_strided([2, 3], [3, 1], 4).exp()
 
 
 def mutate_input(x, buf):
@@ -294,10 +294,12 @@ def test_mutating_a_tensor_constant_raises_before_running_it():
         (lambda x: x[x > 0], "depends on tensor data"),
         (lambda x: x.t_(), "metadata in place"),
         (lambda x: x.resize_(20), "resizes"),
-        (lambda x: x.t().as_strided([2], [1]) * 2, "as_strided of a non-contiguous tensor"),
-        (lambda x: x[1:].as_strided([2], [1], 0) * 2, "as_strided reaching outside"),
+        (lambda x: (x * 1).t().as_strided([2], [1]) * 2, "as_strided of a non-contiguous tensor"),
+        (lambda x: (x * 1)[1:].as_strided([2], [1], 0) * 2, "as_strided reaching outside"),
+        (lambda x: x[1:].as_strided([2], [1], 4) * 2, "as_strided of a graph input"),
     ],
-    ids=["item", "boolean_mask", "t_", "resize_", "as_strided_non_contiguous", "as_strided_outside"],
+    ids=["item", "boolean_mask", "t_", "resize_", "as_strided_non_contiguous", "as_strided_outside",
+         "as_strided_of_an_input"],
 )
 def test_unsupported_ops_raise(fn, message):
     with pytest.raises(NotImplementedError, match=message):

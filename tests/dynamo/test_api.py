@@ -342,7 +342,7 @@ def test_a_frame_the_backend_cannot_compile_runs_eagerly_with_a_warning_naming_t
     x, labels = torch.randn(2, 3), torch.tensor([0, 2])
     compiled = tinydynamo.compile(one_hot_plus)
     before = tinydynamo.stats()["fallbacks"]
-    with pytest.warns(UserWarning, match=r"(?s)runs eagerly: the backend cannot compile it.*_local_scalar_dense"
+    with pytest.warns(UserWarning, match=r"(?s)runs eagerly: tinydynamo cannot compile it.*_local_scalar_dense"
                                           r".*in one_hot_plus\n.*one_hot\(labels, 3\)"):
         torch.testing.assert_close(compiled(x, labels), one_hot_plus(x, labels))
     assert tinydynamo.stats()["fallbacks"] == before + 1

@@ -562,3 +562,4 @@ add([aten.unfold.default, aten.unfold_copy.default],
 add([aten.diagonal.default, aten.diagonal_copy.default],
     [S(T(4, 4)), S(T(3, 5), 1), S(T(3, 5), -2), S(T(2, 3, 4), 0, 0, 2), S(T(2, 3, 4), 1, -1, 0), S(T(3, 3), 5),
      S(T(4, 3, noncontiguous=True), -1), S(T(3, 4, dtype=i64), 0, 1, 0)])
+SAMPLES[aten.index_select.default].append(S(T(), 0, torch.tensor([0])))  # 0-d: one element, 0-d result

@@ -115,12 +115,14 @@ def _is_cuda_tensor(x):
 
 @contextlib.contextmanager
 def _onednn_disabled():
-    saved = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = False  # (its flags() context also resets TF32, with a warning)
+    # The switch itself: torch.backends.mkldnn.flags() would also reset TF32 (with a warning),
+    # and its `enabled` property refuses to change after torch.backends.disable_global_flags().
+    saved = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
     try:
         yield
     finally:
-        torch.backends.mkldnn.enabled = saved
+        torch._C._set_mkldnn_enabled(saved)
 
 
 def _run_forward(tracer, fn, inputs, with_backward):

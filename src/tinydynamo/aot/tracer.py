@@ -203,8 +203,12 @@ class DispatchTracer(TorchDispatchMode):
         """as_strided, applied in the graph to a contiguous copy of its input (see
         ``as_strided_arguments``); writes through the view come back with as_strided_scatter."""
         func = aten.as_strided.default
-        view_args = as_strided_arguments(*args, **kwargs)
         parent = self._infos.get(id(args[0])) or self._add_constant(args[0])
+        if parent.storage.input_index is not None:
+            raise NotImplementedError(
+                "tinydynamo.aot: as_strided of a graph input (or of a view of one) addresses the "
+                "input's memory, which the traced graph does not see; unsupported")
+        view_args = as_strided_arguments(*args, **kwargs)
         out = func(*args, **kwargs)
         view = ViewInfo(parent, func, tuple(view_args), {})
         node = self._emit(func, (self._view_input(view, self._current(parent)), *view_args), {}, out)

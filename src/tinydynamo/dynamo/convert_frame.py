@@ -267,7 +267,7 @@ class ConvertFrame:
             if self.fullgraph:
                 raise
             message = "\n".join(line for line in str(e).splitlines() if not line.startswith("Use tlparse"))
-            self.run_eagerly(code, entries, f"the backend cannot compile it: {message}")
+            self.run_eagerly(code, entries, f"tinydynamo cannot compile it: {message}")
             return None
         except Exception as e:
             if not config.suppress_errors:

@@ -145,6 +145,9 @@ class GraphLowering(torch.fx.Interpreter):
         kwargs = {k: _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, v)
                   for k, v in kwargs.items()}
         meta = self.current_node.meta.get("val")
+        if meta is None and _returns_nothing(self.current_node.target):  # a check that may raise
+            self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs, name))
+            return None
         if meta is None:
             raise NotImplementedError(f"inductor: node {self.current_node} has no meta['val']")
         if isinstance(meta, torch.Tensor):
@@ -199,6 +202,10 @@ def _needs_buffer(graph):
             or (user.op == "call_function" and _is_extern(user.target))
             for user in node.users)
     return needs
+
+
+def _returns_nothing(target):
+    return isinstance(target, torch._ops.OpOverload) and not target._schema.returns
 
 
 def _is_extern(target):

@@ -150,7 +150,9 @@ class Scheduler:
             elif isinstance(buffer, ir.ExternKernel):
                 outputs = [b.name for b in self.graph.buffers
                            if isinstance(b, ir.MultiOutput) and b.parent is buffer]
-                nodes.append(ExternKernelSchedulerNode(buffer, outputs or [buffer.name]))
+                if buffer.layout is not None:  # one output, the buffer itself (else: several, or none)
+                    outputs = [buffer.name]
+                nodes.append(ExternKernelSchedulerNode(buffer, outputs))
         return nodes
 
     def _remove_dead_nodes(self):

@@ -64,6 +64,7 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         self.tracer = tracer
 
     def run_node(self, node):
+        self.node = node
         # Every prim node recorded while decomposing this aten node remembers where it came from.
         self.tracer.origin = {"aten_node": node.name,
                               "original_aten": node.target if node.op == "call_function" else None}
@@ -83,21 +84,22 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         if isinstance(target, Prim):
             return target(*args, **kwargs)
         if target in EXTERN_FALLBACKS:
-            return self.tracer.record_extern(target, args, kwargs)
+            return self.tracer.record_extern(target, args, kwargs, self.node.meta.get("val"))
         if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
             return self.implicit_fallback(target, args, kwargs, "has no decomposition")
+        recorded_before = len(self.tracer.graph.nodes)
         try:
             return run_decomposition(target, args, kwargs)
         except DecompositionDeclined as declined:
             if implicit_fallback_problem(target) is not None:
                 raise
-            # the prim nodes it recorded before declining have no users: decompose() removes them
+            self.tracer.erase_nodes_after(recorded_before)  # what it recorded before declining
             return self.implicit_fallback(target, args, kwargs, f"declined these arguments ({declined})")
 
     def implicit_fallback(self, target, args, kwargs, why):
         counters["implicit_fallbacks"] += 1
         trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as an extern (aten) kernel")
-        return self.tracer.record_extern(target, args, kwargs)
+        return self.tracer.record_extern(target, args, kwargs, self.node.meta.get("val"))
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
@@ -109,7 +111,6 @@ def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
     tracer = PrimTracer()
     with tracer:
         DecompositionInterpreter(gm, tracer).run(*example_inputs, enable_io_processing=False)
-    tracer.graph.eliminate_dead_code()
     prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
     trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
     return prim_gm

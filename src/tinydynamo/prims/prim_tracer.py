@@ -128,14 +128,24 @@ class PrimTracer:
         out_meta = prim.meta(*_map(_to_meta, args), **_map(_to_meta, kwargs))
         return self._call(prim, args, kwargs, out_meta)
 
-    def record_extern(self, op, args, kwargs):
-        """Append an extern fallback aten op; aten's own meta kernel gives the output metadata."""
+    def record_extern(self, op, args, kwargs, traced=None):
+        """Append an extern fallback aten op. The output metadata is ``traced``, what the aten graph
+        recorded when the op ran for real, if given; else aten's meta kernel's. (Meta kernels do not
+        always agree with the real kernel: _embedding_bag's offset2bag, for one.)"""
+        if traced is not None:
+            return self._call(op, args, kwargs, _map(lambda v: meta_like(v) if isinstance(v, torch.Tensor) else v,
+                                                     traced))
         try:
             out_meta = op(*_map(_to_meta, args), **_map(_to_meta, kwargs))
         except NotImplementedError as error:
             raise DecompositionError(f"{op} has no decomposition, and no meta kernel to make it an "
                                      f"extern fallback: {str(error).splitlines()[0]}") from error
         return self._call(op, args, kwargs, out_meta)
+
+    def erase_nodes_after(self, count):
+        """Remove the nodes recorded after the first ``count`` (a decomposition that declined)."""
+        for node in reversed(list(self.graph.nodes)[count:]):
+            self.graph.erase_node(node)
 
     def output(self, value):
         node = self.graph.output(_map(self._to_arg, value))
@@ -156,6 +166,8 @@ class PrimTracer:
                                                   m, device)
                 for i, m in enumerate(out_meta))
         node.meta["val"] = out_meta
+        if out_meta is None:  # an op that returns nothing (aten._linalg_check_errors raises or not)
+            return None
         return ProxyTensor(node, out_meta, device)
 
     def _to_arg(self, value):

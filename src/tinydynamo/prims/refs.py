@@ -963,6 +963,8 @@ def scatter_add(a, dim, index, src):
 @register_decomposition(aten.index_select.default)
 def index_select(a, dim, index):
     """Whole slices of a along dim, picked by a 1-d index: a gather with a broadcast index."""
+    if a.ndim == 0:  # aten treats a 0-d tensor as one element, and returns 0-d
+        return reshape(index_select(reshape(a, [1]), 0, index), [])
     dim = canonical_dim(dim, a.ndim)
     index = reshape(_check_index(index), [-1])
     shape = [*a.shape[:dim], index.shape[0], *a.shape[dim + 1:]]

@@ -39,8 +39,9 @@ def implicit_fallback_problem(op):
     return None
 
 
-class DecompositionError(RuntimeError):
-    """An aten graph could not be rewritten into prims (the message says what is unsupported)."""
+class DecompositionError(NotImplementedError):
+    """An aten graph could not be rewritten into prims (the message says what is unsupported).
+    A NotImplementedError: tinydynamo.compile then runs the frame eagerly, with a warning."""
 
 
 class DecompositionDeclined(DecompositionError):
@@ -69,4 +70,13 @@ def run_decomposition(op, args, kwargs):
     decomposition = decomposition_table.get(op)
     if decomposition is None:
         raise DecompositionError(f"no decomposition for {op}")
+    if _involves_complex(args, kwargs):
+        raise DecompositionDeclined("complex tensors: the prims have no complex dtypes")
     return decomposition(*args, **kwargs)
+
+
+def _involves_complex(args, kwargs):
+    values = [*args, *kwargs.values()]
+    values += [v for value in values if isinstance(value, (list, tuple)) for v in value]
+    return any((isinstance(v, torch.Tensor) and v.dtype.is_complex) or (isinstance(v, torch.dtype) and v.is_complex)
+               for v in values)
