@@ -260,3 +260,54 @@ def test_a_singular_matrix_raises_as_in_eager():
     compiled(torch.eye(3))
     with pytest.raises(torch.linalg.LinAlgError):
         compiled(torch.zeros(3, 3))
+
+
+class FrozenBatchNorm(nn.Module):
+    """Fine-tuning with batch norm in eval mode: its statistics stay, its affine weights learn."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.bn.eval()
+
+    def forward(self, x):
+        return self.bn(self.conv(x)).relu()
+
+
+GRAD_CASES = {
+    "frozen_batch_norm": (FrozenBatchNorm, lambda: (randn(2, 3, 6, 6),)),
+    # normalized over every dim: the weight's gradient sums over no dim at all
+    "layer_norm_over_all_dims": (lambda: nn.LayerNorm([2, 3]), lambda: (randn(2, 3, requires_grad=True),)),
+}
+GRAD_FUNCTIONS = {
+    "cumprod": lambda x: torch.cumprod(x, 1),  # its backward takes max.dim of a bool tensor
+    "sgn": lambda x: torch.sgn(x) * x,  # a backward graph with no workspace at all
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD_CASES))
+def test_training_through_special_cases_matches_eager(name):
+    make_model, make_inputs = GRAD_CASES[name]
+    torch.manual_seed(0)
+    eager_model = make_model()
+    compiled_model = copy.deepcopy(eager_model)
+    eager_inputs = make_inputs()
+    compiled_inputs = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in eager_inputs)
+    expected_outputs, expected_grads = _run(eager_model, eager_inputs)
+    tinydynamo.reset()
+    outputs, grads = _run(tinydynamo.compile(compiled_model), compiled_inputs)
+    torch.testing.assert_close(outputs, expected_outputs, **TOLERANCE)
+    torch.testing.assert_close(grads, expected_grads, **TOLERANCE)
+    if isinstance(eager_model, FrozenBatchNorm):  # the statistics did not move
+        torch.testing.assert_close(compiled_model.bn.running_mean, eager_model.bn.running_mean)
+
+
+@pytest.mark.parametrize("name", list(GRAD_FUNCTIONS))
+def test_gradients_of_special_functions_match_eager(name):
+    fn = GRAD_FUNCTIONS[name]
+    x = torch.tensor([[0.5, -2.0, 0.0, 1.5], [1.0, 3.0, -0.5, 0.0]], requires_grad=True)
+    tinydynamo.reset()
+    out = tinydynamo.compile(fn)(x)
+    torch.testing.assert_close(out, fn(x))
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), x), torch.autograd.grad(fn(x).sum(), x))

@@ -318,3 +318,19 @@ def test_as_strided_of_an_input_view_reads_its_memory_as_eager_does(offset):
     fn = lambda t: torch.as_strided(t, (2, 2), (1, 2), offset) * 2  # noqa: E731
     with pytest.warns(UserWarning, match="as_strided of a graph input"):
         assert_close(tinydynamo.compile(fn)(x), fn(x))
+
+
+def test_eval_mode_legit_batch_norm_writes_no_statistics_and_trains():
+    # Its schema says it may write running_mean/var; with training=False it does not. Recorded as
+    # a write, the write-back bumped the version of statistics its backward had saved.
+    def fn(x, weight, bias, mean, var):
+        return torch.ops.aten._native_batch_norm_legit(x, weight, bias, mean, var, False, 0.1, 1e-5)[0]
+
+    x, weight, bias = leaves((3, 2, 4), (2,), (2,))
+    mean, var = torch.randn(2), torch.rand(2) + 0.5
+    expected_mean = mean.clone()
+    compiled = tinydynamo.compile(fn)
+    loss = lambda out: (out * out).sum()  # noqa: E731
+    assert_close(grads_of(compiled, [x, weight, bias, mean, var], loss),
+                 grads_of(fn, [x, weight, bias, mean, var], loss))
+    assert_close(mean, expected_mean)

@@ -563,3 +563,6 @@ add([aten.diagonal.default, aten.diagonal_copy.default],
     [S(T(4, 4)), S(T(3, 5), 1), S(T(3, 5), -2), S(T(2, 3, 4), 0, 0, 2), S(T(2, 3, 4), 1, -1, 0), S(T(3, 3), 5),
      S(T(4, 3, noncontiguous=True), -1), S(T(3, 4, dtype=i64), 0, 1, 0)])
 SAMPLES[aten.index_select.default].append(S(T(), 0, torch.tensor([0])))  # 0-d: one element, 0-d result
+for _dim_op in (aten.max.dim, aten.min.dim):  # bools (aten's argmax refuses them, max.dim does not)
+    SAMPLES[_dim_op] += [S(torch.tensor([[True, False], [False, False], [True, True]]), 1),
+                         S(torch.tensor([False, True, True]), 0, True)]

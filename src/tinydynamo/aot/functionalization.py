@@ -39,6 +39,19 @@ _UNDECLARED_MUTATIONS = {
 }
 
 
+def without_unneeded_mutation(func, args, kwargs):
+    """``_native_batch_norm_legit`` with ``training=False`` writes nothing, though its schema says
+    it may write the running statistics: it is the functional ``_no_training`` variant then.
+    (Recorded as a mutation, its write-back would bump the version of statistics that its
+    backward saved, and autograd would refuse the backward.)"""
+    if func is aten._native_batch_norm_legit.default:
+        bound = bind_arguments(func, args, kwargs)
+        if not bound["training"]:
+            names = ("input", "weight", "bias", "running_mean", "running_var", "momentum", "eps")
+            return aten._native_batch_norm_legit_no_training.default, tuple(bound[n] for n in names), {}
+    return func, args, kwargs
+
+
 def bind_arguments(func, args, kwargs):
     """Map each schema argument name of ``func`` to the value passed for it."""
     bound = {arg.name: value for arg, value in zip(func._schema.arguments, args)}

@@ -37,6 +37,7 @@ from .functionalization import (
     mutated_arguments,
     num_fresh_results,
     view_inverse,
+    without_unneeded_mutation,
 )
 
 aten = torch.ops.aten
@@ -179,6 +180,7 @@ class DispatchTracer(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         func = TRACED_AS.get(func, func)
+        func, args, kwargs = without_unneeded_mutation(func, args, kwargs)
         _check_traceable(func, args)
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:

@@ -325,10 +325,15 @@ def native_layer_norm_backward(grad_output, x, normalized_shape, mean, rstd, wei
         inner_terms = n * g - g.sum(inner, keepdim=True) - x_hat * (g * x_hat).sum(inner, keepdim=True)
         grad_input = (opmath(rstd) / n * inner_terms).to(x.dtype)
     if output_mask[1] and weight is not None:
-        grad_weight = (grad * x_hat).sum(outer).to(weight.dtype)
+        grad_weight = _sum_over(grad * x_hat, outer).to(weight.dtype)
     if output_mask[2] and bias is not None:
-        grad_bias = grad.sum(outer).to(bias.dtype)
+        grad_bias = _sum_over(grad, outer).to(bias.dtype)
     return grad_input, grad_weight, grad_bias
+
+
+def _sum_over(t, dims):
+    """t summed over dims; none when dims is empty (sum([]) would reduce every dim, aten's rule)."""
+    return t.sum(dims) if dims else t
 
 
 # --------------------------------------------------------------------------- batch norm

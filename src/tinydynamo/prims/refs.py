@@ -419,6 +419,8 @@ def min_all(a):
 
 
 def _arg_reduce(prim, a, dim, keepdim):
+    if a.dtype == torch.bool:  # the first True (or False): the same index among 0s and 1s
+        a = to_dtype(a, torch.uint8)
     if dim is None:
         result = prim(prims.reshape(a, [a.numel()]), 0)
         return prims.reshape(result, [1] * a.ndim) if keepdim else result

@@ -52,7 +52,8 @@ def restride(tensor, size, stride, workspace=None):
     that the op left undefined (None, where its meta kernel promised a tensor) stays None."""
     if tensor is None:
         return None
-    in_workspace = (workspace is not None
+    in_workspace = (workspace is not None and workspace.numel() > 0 and tensor.numel() > 0  # (empty:
+                    # no memory to share, and an empty storage has no data pointer to compare)
                     and tensor.untyped_storage().data_ptr() == workspace.untyped_storage().data_ptr())
     if not in_workspace and all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n > 1):
         return tensor  # size-1 dims may have any stride
