@@ -137,6 +137,15 @@ def _run(model, inputs):
     return outputs, grads
 
 
+def _twins(make_model, make_inputs):
+    """Two copies of a model with the same weights, and two copies of its inputs."""
+    torch.manual_seed(0)
+    eager_model = make_model()
+    eager_inputs = make_inputs()
+    compiled_inputs = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in eager_inputs)
+    return eager_model, copy.deepcopy(eager_model), eager_inputs, compiled_inputs
+
+
 def _compile(frontend, model):
     """tinydynamo's own frontend, or PyTorch's Dynamo handing its graphs to tinydynamo."""
     if frontend == "tinydynamo":
@@ -150,11 +159,7 @@ def _compile(frontend, model):
 @pytest.mark.parametrize("name", list(CASES))
 def test_layer_forward_and_backward_match_eager(name, frontend):
     make_model, make_inputs = CASES[name]
-    torch.manual_seed(0)
-    eager_model = make_model()
-    compiled_model = copy.deepcopy(eager_model)
-    eager_inputs = make_inputs()
-    compiled_inputs = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in eager_inputs)
+    eager_model, compiled_model, eager_inputs, compiled_inputs = _twins(make_model, make_inputs)
     expected_outputs, expected_grads = _run(eager_model, eager_inputs)
     compiled = _compile(frontend, compiled_model)
     kernels_before = tinydynamo.stats()["kernels_generated"]
@@ -289,11 +294,7 @@ GRAD_FUNCTIONS = {
 @pytest.mark.parametrize("name", list(GRAD_CASES))
 def test_training_through_special_cases_matches_eager(name):
     make_model, make_inputs = GRAD_CASES[name]
-    torch.manual_seed(0)
-    eager_model = make_model()
-    compiled_model = copy.deepcopy(eager_model)
-    eager_inputs = make_inputs()
-    compiled_inputs = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in eager_inputs)
+    eager_model, compiled_model, eager_inputs, compiled_inputs = _twins(make_model, make_inputs)
     expected_outputs, expected_grads = _run(eager_model, eager_inputs)
     tinydynamo.reset()
     outputs, grads = _run(tinydynamo.compile(compiled_model), compiled_inputs)

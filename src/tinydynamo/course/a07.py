@@ -25,9 +25,7 @@ import dataclasses
 import functools
 import math
 import operator
-import os
 import sys
-import traceback
 
 import torch
 import torch.fx as fx
@@ -40,6 +38,7 @@ from ..prims import EXTERN_FALLBACKS, Prim, decompose, decomposition_table, deco
 from ..prims.primitives import PRIMS
 from ..prims.prim_tracer import ProxyTensor
 from ..testing.models import ZOO, make
+from .feedback import learner_location
 
 aten = torch.ops.aten
 f16, bf16, f32, f64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
@@ -276,24 +275,10 @@ def _reference_call_profiler(found):
     return profile
 
 
-_INTERNAL_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
-
-
 def error_text(error):
     """ "Type: message", without the node listing that torch.fx's Interpreter appends."""
     message = str(error).split("While executing")[0].strip()
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _learner_line(error):
-    """' (in fn, line n: source)' for the innermost frame of the learner's code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_INTERNAL_DIRS)]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    source = f": {frame.line.strip()}" if frame.line else ""
-    return f" (in {frame.name}, line {frame.lineno}{source})"
 
 
 @dataclasses.dataclass
@@ -314,7 +299,7 @@ def _watched(op, fn, swap):
         try:
             return _run_watched(op, fn, args, kwargs)
         except Exception as error:
-            swap.errors.append(error_text(error) + _learner_line(error))
+            swap.errors.append(error_text(error) + learner_location(error))
             raise
 
     return decomposition
@@ -390,7 +375,7 @@ def print_decomposition(op, fn, *args, **kwargs):
     try:
         print(prim_graph(op, fn, *args, **kwargs).code.strip())
     except Exception as error:  # noqa: BLE001 - the learner's error is shown, not raised
-        print(f"decomposing {op} raised {error_text(error)}{_learner_line(error)}")
+        print(f"decomposing {op} raised {error_text(error)}{learner_location(error)}")
 
 
 def graph_problem(prim_gm):

@@ -272,10 +272,7 @@ class ConvertFrame:
         except Exception as e:
             if not config.suppress_errors:
                 raise
-            warnings.warn(f"tinydynamo: error while compiling {describe(code)}, running it eagerly: "
-                          f"{type(e).__name__}: {e}")
-            entries.append((self, always, eager_code(code)))
-            counters["fallbacks"] += 1
+            self.run_eagerly(code, entries, f"error while compiling it: {type(e).__name__}: {e}")
             return None
         self.add_entry(entries, frame.guard, frame.code)
         counters["frames_compiled"] += 1

@@ -16,9 +16,9 @@ import torch
 import torch.fx
 
 from .._logging import trace_artifact
+from ..utils import counters
 from .primitives import Prim
 from .prim_tracer import PrimTracer
-from ..utils import counters
 from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, decomposition_table,
                        implicit_fallback_problem, run_decomposition)
 
