@@ -9,8 +9,12 @@ import sys
 
 # Dynamo: how many guarded entries one code object may hold before its frames run eagerly.
 cache_size_limit = 8
-# On an internal compiler error, warn and run the frame eagerly instead of raising.
+# When a backend fails to compile a graph, warn and run the frame eagerly instead of raising.
 suppress_errors = os.environ.get("TINYDYNAMO_SUPPRESS_ERRORS", "0") == "1"
+# An unexpected error while translating a frame (a bug in the tracer, not a construct it declines)
+# raises. Off by default: such an error becomes a graph break, or an eager run with a warning.
+# The tests run strict, so that tracer bugs are not hidden.
+strict = os.environ.get("TINYDYNAMO_STRICT", "0") == "1"
 # Where generated kernels and their compiled libraries are cached across processes.
 cache_dir = os.environ.get(
     "TINYDYNAMO_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "tinydynamo")
@@ -28,6 +32,7 @@ max_autotune = os.environ.get("TINYDYNAMO_MAX_AUTOTUNE", "0") == "1"
 _OPTIONS = (
     "cache_size_limit",
     "suppress_errors",
+    "strict",
     "cache_dir",
     "debug_dir",
     "implicit_fallbacks",

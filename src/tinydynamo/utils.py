@@ -11,6 +11,7 @@ STAT_NAMES = (
     "recompiles",
     "cache_hits",
     "fallbacks",
+    "internal_errors",
     "implicit_fallbacks",
     "kernels_generated",
     "cpp_compiles",

@@ -351,28 +351,6 @@ def raises_on_a_shape(x):
     return y
 
 
-# --- side effects on inputs ----------------------------------------------------------------------
-
-
-@case(X, [])
-def appends_to_an_input_list(x, out):
-    y = x.sin()
-    out.append(y)
-    return y.cos()
-
-
-@case(X, {"old": 1})
-def writes_a_dict(x, d):
-    d["new"] = x.sum()
-    return x + d["old"]
-
-
-@case(X, Box())
-def writes_an_attribute(x, box):
-    box.result = x * box.scale
-    return box.result + 1
-
-
 @case(X)
 def in_place_then_print(x):
     x.add_(1)

@@ -197,10 +197,8 @@ def imports_inside(x):
 
 
 def returns_closure(x):
-    def inner():
-        return x
-
-    return inner
+    y = x + 1
+    return lambda: y
 
 
 @pytest.mark.parametrize("fn, message", [

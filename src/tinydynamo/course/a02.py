@@ -179,7 +179,7 @@ def swapped_in(skip_reason=None, lookup=None, on_cache_miss=None):
     reference_convert = ConvertFrame.convert
     tinydynamo.reset()
     try:
-        with config.patch(suppress_errors=False):
+        with config.patch(suppress_errors=False, strict=True):
             ConvertFrame.convert = refusing_generators(reference_convert)
             if skip_reason is not None:
                 convert_frame.skip_reason = reported(skip_reason, "skip_reason")

@@ -98,7 +98,7 @@ def swapped_handlers(handlers):
         for cls, name, _ in replaced:
             setattr(cls, name, installed[name])
         InstructionTranslatorBase.step = located_step(original_step, set(installed.values()))
-        with config.patch(suppress_errors=False):
+        with config.patch(suppress_errors=False, strict=True):
             yield
     finally:
         for cls, name, original in replaced:
@@ -899,7 +899,7 @@ def reference_runs(name, call):
     if name not in _REFERENCE:
         eager = call(lambda fn, args, kwargs: Run(fn(*args, **kwargs), (args, kwargs)))
         tinydynamo.reset()
-        with config.patch(suppress_errors=False):
+        with config.patch(suppress_errors=False, strict=True):
             reference = call(run_compiled)
         tinydynamo.reset()
         _REFERENCE[name] = (eager, reference)

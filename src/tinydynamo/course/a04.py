@@ -134,7 +134,7 @@ def swapped_guards(guards_for, categories=CATEGORIES):
     reference_wrap = VariableBuilder.wrap
     tinydynamo.reset()
     try:
-        with config.patch(suppress_errors=False):
+        with config.patch(suppress_errors=False, strict=True):
             if guards_for is not None:
                 VariableBuilder.wrap = wrap_with(guards_for, categories)
             yield

@@ -61,8 +61,8 @@ def item_in_the_middle(x):
 
 def appends_to_a_list(x, out):
     y = x.relu()
-    out.append(y.sum())
-    return y * 3
+    out.append(y.sum().item())  # .item() breaks the graph; the list is live across the break
+    return y * out[-1]
 
 
 def branch_on_a_tensor(x):
@@ -149,8 +149,8 @@ class Box:
 
 
 def writes_an_attribute(x, box):
-    box.result = x * box.scale
-    return box.result + 1
+    box.result = (x * box.scale).sum().item()  # .item() breaks the graph before the write
+    return x + box.result
 
 
 def print_inside_no_grad(x):
@@ -375,7 +375,7 @@ def swapped_create_resume(create_resume):
     previous = ContinueExecutionCache.generate
     ContinueExecutionCache.generate = staticmethod(recorder)
     try:
-        with config.patch(suppress_errors=False):
+        with config.patch(suppress_errors=False, strict=True):
             yield recorder
     finally:
         ContinueExecutionCache.generate = previous

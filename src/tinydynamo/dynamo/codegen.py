@@ -29,6 +29,7 @@ class PyCodegen:
         self.graph_outputs = {}  # TensorVariable -> index in the graph's output tuple
         self.graph_output_local = "___graph_outputs"  # the local holding the graph's output tuple
         self.rebuilt = {}  # list or dict built by the frame -> the local that holds it once rebuilt
+        self.temporaries = 0  # how many ___tmp locals new_local has handed out
 
     def __call__(self, var):
         """Emit code that pushes the value ``var`` stands for."""
@@ -52,6 +53,11 @@ class PyCodegen:
         if push_null:
             self.append("PUSH_NULL")
         self.append("LOAD_CONST", argval=value)
+
+    def new_local(self):
+        """A fresh local of the transformed frame, for a value kept between two steps."""
+        self.temporaries += 1
+        return f"___tmp{self.temporaries}"
 
     def load_fast(self, name):
         self.append("LOAD_FAST", argval=name)
@@ -102,7 +108,8 @@ class PyCodegen:
 
 
 def has_identity(var):
-    """A list or dict that the frame built: two references to it must stay one object."""
-    from .variables import ConstDictVariable, ListVariable
+    """A list, dict or object that the frame built: two references to it must stay one object."""
+    from .variables import ConstDictVariable, DataClassVariable, ListVariable, NewObjectVariable
 
-    return isinstance(var, (ListVariable, ConstDictVariable)) and var.source is None
+    return isinstance(var, (ListVariable, ConstDictVariable, DataClassVariable, NewObjectVariable)) \
+        and var.source is None

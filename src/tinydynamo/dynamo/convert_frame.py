@@ -36,7 +36,7 @@ from .._logging import trace_artifact
 from ..utils import counters
 from . import eval_frame
 from .bytecode import assemble
-from .exc import RestartAnalysis, Unsupported
+from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
 from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
 from .output_graph import OutputGraph
 from .resume_execution import ContinueExecutionCache
@@ -263,16 +263,17 @@ class ConvertFrame:
             trace_artifact("graph_breaks", lambda: f"{describe(code)} runs eagerly: {e}")
             self.add_entry(entries, e.guard, eager_code(code))
             return None
-        except NotImplementedError as e:  # the backend met something it does not support
-            if self.fullgraph:
-                raise
-            message = "\n".join(line for line in str(e).splitlines() if not line.startswith("Use tlparse"))
-            self.run_eagerly(code, entries, f"tinydynamo cannot compile it: {message}")
+        except SkipFrame as e:
+            trace_artifact("graph_breaks", lambda: f"{describe(code)} is skipped: {e}")
+            eval_frame.set_skip(code)
             return None
-        except Exception as e:
-            if not config.suppress_errors:
+        except BackendCompilerFailed as e:
+            return self.backend_failed(code, entries, e.inner)
+        except Exception as e:  # a bug of the translator, met outside an instruction's handler
+            if config.strict or self.fullgraph:
                 raise
-            self.run_eagerly(code, entries, f"error while compiling it: {type(e).__name__}: {e}")
+            counters["internal_errors"] += 1
+            self.run_eagerly(code, entries, f"internal error while translating it: {type(e).__name__}: {e}")
             return None
         self.add_entry(entries, frame.guard, frame.code)
         counters["frames_compiled"] += 1
@@ -280,6 +281,18 @@ class ConvertFrame:
         if frame.graph_break is not None:
             self.break_reasons.append(frame.graph_break)
         return frame.code
+
+    def backend_failed(self, code, entries, error):
+        """The backend raised ``error``: a NotImplementedError (something it does not support)
+        makes the frame run eagerly; another error does so with ``config.suppress_errors``."""
+        if isinstance(error, NotImplementedError) and not self.fullgraph:
+            message = "\n".join(line for line in str(error).splitlines() if not line.startswith("Use tlparse"))
+            self.run_eagerly(code, entries, f"tinydynamo cannot compile it: {message}")
+            return None
+        if not config.suppress_errors:
+            raise error
+        self.run_eagerly(code, entries, f"error while compiling it: {type(error).__name__}: {error}")
+        return None
 
     def run_eagerly(self, code, entries, reason):
         """From now on, run ``code`` eagerly; warn once, and let explain() report why."""

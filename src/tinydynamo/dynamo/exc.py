@@ -5,6 +5,14 @@ the graph there (chapter 5), or, where it cannot, the frame runs eagerly (with
 ``fullgraph=True``, the user gets the error). Its message names the construct and the user's
 ``file:line``, and ``user_stack`` lists the inlined calls that led there.
 
+``SkipFrame`` means the frame has nothing to compile.
+
+An error of any other type raised while translating is a bug of the translator (or a user
+error that eager would raise too). ``internal_error`` turns it into an Unsupported that names the
+instruction and the original error, so that it becomes a graph break like any other (unless
+``config.strict``). ``BackendCompilerFailed`` carries an error of the backend through the
+translator untouched: backend failures follow ``config.suppress_errors``, not that rule.
+
 ``RestartAnalysis`` is how a graph break starts: tracing stops, and the frame is traced again
 from the top, this time stopping cleanly just before the instruction that failed.
 """
@@ -40,6 +48,26 @@ class Unsupported(RuntimeError):
 def unsupported(reason):
     """Raise :class:`Unsupported` (a function, so handlers read ``unsupported("...")``)."""
     raise Unsupported(reason)
+
+
+def internal_error(inst, error):
+    """The Unsupported for an unexpected ``error`` raised by the handler of ``inst``."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    return Unsupported(f"internal error while tracing {inst.opname} "
+                       f"({type(error).__name__}: {message[:200]})")
+
+
+class BackendCompilerFailed(Exception):
+    """The backend raised ``inner`` while compiling a graph."""
+
+    def __init__(self, inner):
+        super().__init__(f"backend failed: {type(inner).__name__}: {inner}")
+        self.inner = inner
+
+
+class SkipFrame(Exception):
+    """The frame computes nothing with tensors (no node in its graph, and no graph break): its
+    code is marked SKIP, and the hook runs it as it is from now on, as Dynamo does."""
 
 
 class RestartAnalysis(Exception):

@@ -27,9 +27,12 @@ from .._logging import trace_artifact
 from ..utils import counters
 from . import eval_frame
 from .codegen import PyCodegen
+from .exc import BackendCompilerFailed
 from .guards import Guard, autocast_state
+from .side_effects import SideEffects
 from .source import GlobalSource
-from .variables import ConstDictVariable, GetAttrVariable, TensorVariable, UserMethodVariable
+from .variables import ConstDictVariable, DataClassVariable, GetAttrVariable, NewObjectVariable, TensorVariable, UserMethodVariable
+from .variables.dicts import DictViewVariable
 from .variables.lists import BaseListVariable
 
 _compiled_fn_ids = itertools.count()
@@ -55,6 +58,7 @@ class OutputGraph:
         self.current_tx = None  # the innermost translator, for stack traces in node.meta
         self.instruction_count = 0
         self.global_writes = {}  # name -> tracker: `global` assignments, replayed after the graph
+        self.side_effects = SideEffects()  # mutations of the caller's objects, replayed after the graph
 
     # --- building the graph --------------------------------------------------------------------
 
@@ -138,7 +142,7 @@ class OutputGraph:
         outputs; it starts by setting the grad mode that is in effect at this point of the
         frame, if that is not the one it started with (``with torch.no_grad():`` cut by a
         break, or ``torch.set_grad_enabled(False)`` as a statement)."""
-        outputs = tensors_to_output(live_values + list(self.global_writes.values()))
+        outputs = tensors_to_output(live_values + list(self.global_writes.values()) + self.side_effects.values())
         if torch.is_grad_enabled() != self.initial_grad_mode:
             self.create_proxy("call_function", torch._C._set_grad_enabled, (self.initial_grad_mode,), {})
         self.create_proxy("output", "output", (tuple(v.proxy for v in outputs),), {})
@@ -152,12 +156,14 @@ class OutputGraph:
         return codegen
 
     def codegen_global_writes(self, codegen):
-        """Replay the frame's ``global`` assignments: every value is rebuilt before the first is
-        stored, so that none is read back from a global that was already overwritten."""
+        """Replay the frame's ``global`` assignments and its mutations of the caller's objects
+        (``side_effects``): every value is rebuilt before the first is stored, so that none is
+        read back from a global that was already overwritten."""
         for value in self.global_writes.values():
             codegen(value)
         for name in reversed(self.global_writes):
             codegen.append("STORE_GLOBAL", argval=name)
+        self.side_effects.codegen(codegen)
 
     def call_graph(self, tx):
         """The start of the transformed frame: the prologue, then, if the graph computes
@@ -211,7 +217,10 @@ class OutputGraph:
         where = f"{self.code.co_qualname} ({self.code.co_filename}:{self.code.co_firstlineno})"
         trace_artifact("graph", lambda: f"graph of {where}\n{gm.print_readable(print_output=False)}")
         example_inputs = [value for _, value, _ in self.graph_inputs]
-        compiled = self.compiler_fn(gm, example_inputs)
+        try:
+            compiled = self.compiler_fn(gm, example_inputs)
+        except Exception as error:
+            raise BackendCompilerFailed(error) from error
         if not callable(compiled):
             raise TypeError(f"backend {self.compiler_fn!r} returned {compiled!r}, which is not callable")
         counters["graphs"] += 1
@@ -261,6 +270,11 @@ def tensors_to_output(values):
                 visit(item)
         elif isinstance(var, (GetAttrVariable, UserMethodVariable)):  # x.view, self.helper
             visit(var.obj)
+        elif isinstance(var, DictViewVariable):
+            visit(var.dict_var)
+        elif isinstance(var, (DataClassVariable, NewObjectVariable)):
+            for item in var.children():
+                visit(item)
 
     for value in values:
         visit(value)

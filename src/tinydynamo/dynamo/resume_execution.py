@@ -99,7 +99,7 @@ class ContinueExecutionCache:
         key = (index, stack_size, tuple(nulls), tuple(argnames))
         resumes = cls.cache.setdefault(code, {})
         if key not in resumes:
-            resume = cls.generate(code, index, stack_size, tuple(nulls), tuple(argnames))
+            resume = self_first(cls.generate(code, index, stack_size, tuple(nulls), tuple(argnames)), code)
             cls.origins[resume] = (code, len(decode(resume)) - len(decode(code)))
             resumes[key] = resume
         return resumes[key]
@@ -121,6 +121,28 @@ class ContinueExecutionCache:
     def clear(cls):
         cls.cache.clear()
         cls.origins.clear()
+
+
+def uses_zero_arg_super(code):
+    """Whether ``code`` may call ``super()`` with no arguments: the compiler gives every method
+    that mentions ``super`` a ``__class__`` cell; CPython then reads the frame's first local."""
+    return "__class__" in code.co_freevars and code.co_argcount > 0
+
+
+def self_first(resume, original):
+    """``resume`` with the first parameter of ``original`` (``self``) moved to the front.
+
+    Zero-argument ``super()`` binds the frame's first local. In a resume function that would be
+    ``___stack0``, so a resume function of a method that uses it takes ``self`` first; the
+    translator passes it first (``InstructionTranslator.resume_self``)."""
+    if not uses_zero_arg_super(original):
+        return resume
+    first = original.co_varnames[0]
+    params = resume.co_varnames[:resume.co_argcount]
+    if first not in params or params[0] == first:
+        return resume
+    varnames = (first,) + tuple(v for v in resume.co_varnames if v != first)
+    return assemble(decode(resume), resume, co_varnames=varnames)
 
 
 # --- which locals the rest of the function needs ------------------------------------------------

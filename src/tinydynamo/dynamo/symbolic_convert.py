@@ -35,8 +35,9 @@ from .._logging import trace_artifact
 from ..utils import counters
 from .bytecode import TERMINATORS, ExceptionTableEntry, _stack_effect, decode, is_jump
 from .codegen import PyCodegen
-from .exc import RestartAnalysis, Unsupported, unsupported
-from .resume_execution import ContinueExecutionCache, live_locals, successors
+from .. import config
+from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported, internal_error, unsupported
+from .resume_execution import ContinueExecutionCache, live_locals, successors, uses_zero_arg_super
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
     BuiltinVariable,
@@ -49,6 +50,7 @@ from .variables import (
     ListVariable,
     NestedUserFunctionVariable,
     NullVariable,
+    SetVariable,
     SliceVariable,
     SuperVariable,
     TupleVariable,
@@ -74,7 +76,11 @@ BINARY_OPS = [
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                ">": operator.gt, ">=": operator.ge}
 TORCH_DIR = os.path.dirname(torch.__file__)
-INLINABLE_TORCH_DIR = os.path.join(TORCH_DIR, "nn", "modules")
+# torch's Python code that is traced into: nn.Module forwards, and the decorators that wrap a
+# user's function (``@torch.no_grad()``).
+INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules") + os.sep,
+                         os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
+                         os.path.join(TORCH_DIR, "autograd", "grad_mode.py"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -126,7 +132,15 @@ class InstructionTranslatorBase:
         handler = getattr(self, inst.opname, None)
         if handler is None:
             unsupported(f"the {inst.opname} instruction")
-        handler(inst)
+        try:
+            handler(inst)
+        except (Unsupported, RestartAnalysis, BackendCompilerFailed, SkipFrame):
+            raise
+        except Exception as error:  # a bug of the translator: a graph break, unless strict
+            if config.strict:
+                raise
+            counters["internal_errors"] += 1
+            raise internal_error(inst, error) from error
 
     def format_stack(self):
         """The user's frames, outermost first, as in a traceback (kept in node.meta)."""
@@ -199,7 +213,7 @@ class InstructionTranslatorBase:
         code = fn.get_code()
         if self.depth >= MAX_INLINE_DEPTH:
             unsupported(f"calls nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
-        if code.co_filename.startswith(TORCH_DIR) and not code.co_filename.startswith(INLINABLE_TORCH_DIR):
+        if code.co_filename.startswith(TORCH_DIR) and not code.co_filename.startswith(INLINABLE_TORCH_FILES):
             unsupported(f"calling torch's internal Python function {code.co_qualname}")
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
             unsupported(f"calling the coroutine {code.co_qualname}")
@@ -306,7 +320,9 @@ class InstructionTranslatorBase:
         obj, value = self.pop(), self.pop()
         if obj.source is not None and self.output.variable_cache.get(AttrSource(obj.source, inst.argval)) is value:
             return  # `self.count += 1` on a tensor: the in-place add already did it all
-        unsupported(f"assigning attribute {inst.argval!r} of {obj} (a side effect)")
+        if not hasattr(obj, "store_attr"):
+            unsupported(f"assigning attribute {inst.argval!r} of {obj} (a side effect)")
+        obj.store_attr(self, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
         unsupported(f"deleting attribute {inst.argval!r} (a side effect)")
@@ -423,7 +439,16 @@ class InstructionTranslatorBase:
         self.push(ConstantVariable(format(convert(value), spec)))
 
     def BUILD_SET(self, inst):
-        unsupported("sets")
+        self.push(SetVariable(self.popn(inst.arg)))
+
+    def SET_ADD(self, inst):
+        value = self.pop()
+        self.stack[-inst.arg].call_method(self, "add", [value], {})
+
+    def SET_UPDATE(self, inst):
+        values = self.pop().unpack_var_sequence(self)
+        for value in values:
+            self.stack[-inst.arg].call_method(self, "add", [value], {})
 
     def LIST_APPEND(self, inst):
         value = self.pop()
@@ -624,6 +649,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.graph_break = None  # the Unsupported error this trace broke the graph for
 
     def RETURN_VALUE(self, inst):
+        if not self.output.has_computation() and self.break_at is None:
+            raise SkipFrame(f"{self.code.co_qualname} computes nothing with tensors")
         self.output_instructions = self.output.compile_subgraph(self, self.pop())
         self.done = True
 
@@ -735,6 +762,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             resume = ContinueExecutionCache.lookup(self.code, index + 1, size, nulls, live)
             codegen.push_null()
             codegen.make_function(resume)
+            first, rest = self.resume_self(live)
+            for name in first:
+                codegen.load_fast(name)
         for var in kept:
             if not isinstance(var, NullVariable):  # the resume function pushes its own NULLs
                 codegen(var)
@@ -748,7 +778,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.emit_plain(codegen, inst)
         unsafe = codegen.instructions[start:]
         if inst.opname not in TERMINATORS:
-            self.call_resume(codegen, size - len(nulls), live)
+            self.call_resume(codegen, size - len(nulls) + len(first), rest)
         self.restore_grad_mode_on_error(codegen, inst, unsafe)
         return self.output.call_graph(self) + codegen.instructions
 
@@ -787,9 +817,12 @@ class InstructionTranslator(InstructionTranslatorBase):
         codegen = PyCodegen(self.current_instruction.positions)
         codegen.push_null()
         codegen.make_function(resume)
+        first, rest = self.resume_self(live)
+        for name in first:
+            codegen.load_fast(name)
         for i in range(nvalues):
             codegen.load_fast(f"___stack{i}")
-        self.call_resume(codegen, nvalues, live)
+        self.call_resume(codegen, nvalues + len(first), rest)
         return codegen.instructions
 
     def call_resume(self, codegen, nvalues, live):
@@ -806,8 +839,24 @@ class InstructionTranslator(InstructionTranslatorBase):
         """The locals (and cells made by this frame) that the rest of the frame, from instruction
         ``index`` on, may read and that hold a value now: the resume function's parameters."""
         live = live_locals(self.instructions, index)
+        first = self.super_self()
+        if first is not None:
+            live.add(first)  # zero-argument super() reads it without a LOAD_FAST
         names = self.code.co_varnames + tuple(c for c in self.code.co_cellvars if c not in self.code.co_varnames)
         return [name for name in names if name in live and self.local_value(name) is not None]
+
+    def super_self(self):
+        """The local that zero-argument ``super()`` binds in this frame (its first parameter), if
+        the frame may call it: a resume function takes it first (``self_first``)."""
+        original = ContinueExecutionCache.original(self.code, 0)[0]
+        return original.co_varnames[0] if uses_zero_arg_super(original) else None
+
+    def resume_self(self, live):
+        """Split ``live`` into the local passed before the stack values, if any, and the rest."""
+        first = self.super_self()
+        if first in live:
+            return [first], [name for name in live if name != first]
+        return [], live
 
     def local_value(self, name):
         """The tracker of a local or of the contents of a cell of this frame (None if unbound);

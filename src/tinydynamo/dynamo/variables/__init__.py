@@ -1,7 +1,7 @@
 """VariableTrackers: the values the symbolic interpreter works with (book chapter 3).
 
 Reading order: ``base`` (the interface), ``constant``, ``tensor`` (how ops become graph
-nodes), ``lists``/``dicts``, ``builtin`` (operators and builtins), ``functions`` (inlining),
+nodes), ``lists``/``dicts``/``sets``, ``builtin`` (operators and builtins), ``functions`` (inlining),
 ``nn_module``, ``torch``, ``misc``, and ``builder`` (wrapping inputs, installing guards).
 """
 from .base import NullVariable, UnboundVariable, VariableTracker
@@ -18,15 +18,16 @@ from .functions import (
     UserMethodVariable,
 )
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import GetAttrVariable, PythonModuleVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import DataClassVariable, GetAttrVariable, NewObjectVariable, PythonModuleVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .sets import SetVariable
 from .tensor import TensorVariable
 from .torch import GradModeVariable, TorchFunctionVariable
 
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
-    "ConstDictVariable", "ConstantVariable", "FunctoolsPartialVariable", "GetAttrVariable", "GradModeVariable",
-    "ListIteratorVariable", "ListVariable", "NNModuleVariable", "NestedUserFunctionVariable",
+    "ConstDictVariable", "ConstantVariable", "DataClassVariable", "FunctoolsPartialVariable", "GetAttrVariable", "GradModeVariable",
+    "ListIteratorVariable", "ListVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SliceVariable", "SuperVariable",
     "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
     "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",

@@ -66,6 +66,9 @@ class VariableTracker:
     def unpack_var_sequence(self, tx):
         unsupported(f"iterating over {self}")
 
+    def next_item(self):
+        unsupported(f"next() of {self} (an iterator that was not made while tracing)")
+
     def truthy(self, tx):
         return bool(self.as_python_constant())
 

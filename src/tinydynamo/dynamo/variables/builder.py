@@ -16,6 +16,7 @@ of guards. With ``source=None`` (torch's own attributes, default arguments) no g
 installed, and only values that need none are accepted.
 """
 import functools
+import os
 import types
 
 import torch
@@ -28,7 +29,7 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constan
 from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
-from .misc import GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import EnvironVariable, GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
@@ -81,6 +82,8 @@ class VariableBuilder:
             return self.wrap_dict(value)
         if isinstance(value, GradModeExit):
             return self.wrap_grad_mode_exit(value)
+        if value is os.environ:
+            return EnvironVariable()
         if isinstance(value, torch.nn.Module):
             if self.source is None:
                 unsupported(f"an nn.Module ({type(value).__name__}) reached without a source")
@@ -124,9 +127,11 @@ class VariableBuilder:
             return PythonModuleVariable(value, self.source)
         if type(value) is functools.partial:
             return self.wrap_partial(value)
-        if hasattr(value, "_tinydynamo_orig"):  # a tinydynamo.compile'd function: trace the original
+        if "_tinydynamo_orig" in getattr(value, "__dict__", {}):  # a tinydynamo.compile'd function: trace the original
             source = AttrSource(self.source, "_tinydynamo_orig") if self.source is not None else None
             return VariableBuilder(self.tx, source)(value._tinydynamo_orig)
+        if isinstance(value, types.FunctionType) and value in HANDLERS:  # inspect.signature
+            return BuiltinVariable(value)
         if isinstance(value, types.FunctionType):
             self.guard("ID_MATCH", value)
             return UserFunctionVariable(value, self.source)

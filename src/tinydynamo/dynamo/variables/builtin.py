@@ -23,6 +23,7 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap
 from .dicts import ConstDictVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import UserDefinedObjectVariable
+from .sets import SetVariable
 from .tensor import TensorVariable, trace_op
 
 BINARY_OPERATORS = {
@@ -216,6 +217,12 @@ class BuiltinVariable(VariableTracker):
         items.update(kwargs)
         return ConstDictVariable(items)
 
+    def call_set(self, tx, seq=None):
+        return SetVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
+
+    def call_frozenset(self, tx, seq=None):
+        return SetVariable(seq.unpack_var_sequence(tx) if seq is not None else [], frozen=True)
+
     def call_bool(self, tx, value=None):
         return ConstantVariable(False if value is None else value.truthy(tx))
 
@@ -262,6 +269,18 @@ class BuiltinVariable(VariableTracker):
     def call_any(self, tx, seq):
         return ConstantVariable(any(i.truthy(tx) for i in seq.unpack_var_sequence(tx)))
 
+    def call_signature(self, tx, fn):
+        """inspect.signature of a function known at trace time: a constant (a method's
+        signature drops its first parameter, as a bound method's does)."""
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        if isinstance(fn, UserMethodVariable):
+            signature = fold(inspect.signature, fn.fn)
+            return ConstantVariable(signature.replace(parameters=list(signature.parameters.values())[1:]))
+        if isinstance(fn, UserFunctionVariable):
+            return ConstantVariable(fold(inspect.signature, fn.fn))
+        return ConstantVariable(fold(inspect.signature, fn.python_object()))
+
     def call_super(self, tx, *args):
         from .misc import SuperVariable
 
@@ -276,9 +295,10 @@ class BuiltinVariable(VariableTracker):
 # The builtins and operators with a ``call_<name>`` method above.
 HANDLERS = {
     len, isinstance, getattr, hasattr, callable, type, range, slice, iter, next, enumerate, zip,
-    reversed, map, filter, tuple, list, dict, bool, sum, min, max, all, any, super,
+    reversed, map, filter, tuple, list, dict, set, frozenset, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
+    inspect.signature,
 }
 
 

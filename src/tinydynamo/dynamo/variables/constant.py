@@ -5,6 +5,7 @@ from constants alone is computed right away ("constant folding"), so ``x.shape[0
 ``if self.training:`` never reach the graph. ``RangeVariable`` and ``SliceVariable`` are the
 constant ``range`` and ``slice`` objects.
 """
+import inspect
 import types
 
 import torch
@@ -17,6 +18,7 @@ CONSTANT_TYPES = (
     torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, range, slice,
     torch.finfo, torch.iinfo,
     types.CodeType,  # LOAD_CONST of a nested function's code, before MAKE_FUNCTION
+    inspect.Signature, inspect.Parameter, inspect._ParameterKind,  # inspect.signature(fn) of a known fn
 )
 
 
@@ -91,8 +93,12 @@ def wrap_constant(value):
         return TupleVariable([wrap_constant(v) for v in value])
     if type(value) is list:
         return ListVariable([wrap_constant(v) for v in value])
-    if type(value) is dict:
+    if type(value) in (dict, types.MappingProxyType):  # a mappingproxy: Signature.parameters
         return ConstDictVariable({k: wrap_constant(v) for k, v in value.items()})
+    if type(value) in (set, frozenset) and not is_constant_value(value):
+        from .sets import SetVariable
+
+        return SetVariable([wrap_constant(v) for v in value], frozen=type(value) is frozenset)
     if type(value) is range:
         return RangeVariable(value)
     if type(value) is slice:

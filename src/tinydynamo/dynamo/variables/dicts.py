@@ -1,12 +1,12 @@
 """ConstDictVariable: a dict whose keys are constants and whose values are trackers (chapter 3).
 
 ``{"logits": x @ w, "n": 3}``, or ``**kwargs``. As with lists, a dict built in the frame is
-mutated in place and a dict from the caller is read-only.
+mutated in place, and a dict from the caller is also written back after the graph.
 """
 from ..exc import unsupported
 from .base import VariableTracker
-from .constant import ConstantVariable, wrap_constant
-from .lists import ListVariable, TupleVariable
+from .constant import ConstantVariable, fold, wrap_constant
+from .lists import TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -34,9 +34,10 @@ class ConstDictVariable(VariableTracker):
             unsupported(f"a dict key that is not a constant: {var}")
         return var.as_python_constant()
 
-    def mutable(self, what):
+    def mutable(self, tx):
+        """About to change: a dict from the caller is written back after the graph."""
         if self.source is not None:
-            unsupported(f"mutating the dict {self.source.name()} that came from the caller ({what})")
+            tx.output.side_effects.track_mutation(self)
 
     def call_method(self, tx, name, args, kwargs):
         handler = getattr(self, f"method_{name.strip('_')}", None)
@@ -60,24 +61,24 @@ class ConstDictVariable(VariableTracker):
         return ConstantVariable(len(self.items))
 
     def method_keys(self, tx):
-        return ListVariable(self.unpack_var_sequence(tx))
+        return DictViewVariable(self, "keys")
 
     def method_values(self, tx):
-        return ListVariable(list(self.items.values()))
+        return DictViewVariable(self, "values")
 
     def method_items(self, tx):
-        return ListVariable([TupleVariable([wrap_constant(k), v]) for k, v in self.items.items()])
+        return DictViewVariable(self, "items")
 
     def method_copy(self, tx):
         return ConstDictVariable(self.items)
 
     def method_setitem(self, tx, key, value):
-        self.mutable("item assignment")
+        self.mutable(tx)
         self.items[self.key(key)] = value
         return ConstantVariable(None)
 
     def method_update(self, tx, other=None, **kwargs):
-        self.mutable("update")
+        self.mutable(tx)
         if other is not None:
             if not isinstance(other, ConstDictVariable):
                 unsupported(f"dict.update with {other}")
@@ -86,14 +87,14 @@ class ConstDictVariable(VariableTracker):
         return ConstantVariable(None)
 
     def method_pop(self, tx, key, default=None):
-        self.mutable("pop")
+        self.mutable(tx)
         k = self.key(key)
         if k not in self.items and default is None:
             unsupported(f"KeyError: {k!r} at trace time")
         return self.items.pop(k, default)
 
     def method_setdefault(self, tx, key, default=None):
-        self.mutable("setdefault")
+        self.mutable(tx)
         return self.items.setdefault(self.key(key), default or ConstantVariable(None))
 
     def reconstruct(self, codegen):
@@ -106,3 +107,55 @@ class ConstDictVariable(VariableTracker):
 
     def __repr__(self):
         return f"ConstDictVariable({self.items!r})"
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()``, ``d.items()``: a live view, as in Python. It reads the dict
+    when it is used, so an assignment to ``d`` after the view was taken shows through it."""
+
+    def __init__(self, dict_var, kind):
+        super().__init__()
+        self.dict_var = dict_var
+        self.kind = kind  # "keys", "values" or "items"
+
+    def python_type(self):
+        return type(getattr({}, self.kind)())
+
+    def python_object(self):
+        unsupported(f"the identity of {self}")
+
+    def unpack_var_sequence(self, tx):
+        items = self.dict_var.items
+        if self.kind == "keys":
+            return [wrap_constant(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([wrap_constant(k), v]) for k, v in items.items()]
+
+    def as_python_constant(self):
+        if self.kind == "keys":
+            return dict.fromkeys(self.dict_var.items).keys()
+        return getattr(self.dict_var.as_python_constant(), self.kind)()
+
+    def truthy(self, tx):
+        return bool(self.dict_var.items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__contains__" and self.kind == "keys":
+            return ConstantVariable(self.dict_var.key(args[0]) in self.dict_var.items)
+        if name in ("__contains__", "isdisjoint", "__eq__", "__and__", "__or__", "__sub__") \
+                and all(a.is_python_constant() for a in args):
+            return wrap_constant(fold(getattr(self.as_python_constant(), name),
+                                      *[a.as_python_constant() for a in args]))
+        unsupported(f"dict_{self.kind}.{name}")
+
+    def reconstruct(self, codegen):
+        codegen.push_null()
+        codegen(self.dict_var)
+        codegen.load_attr(self.kind)
+        codegen.call(0)
+
+    def __repr__(self):
+        return f"DictViewVariable({self.kind} of {self.dict_var!r})"

@@ -96,8 +96,12 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return cells
 
     def var_getattr(self, tx, name):
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
-            return ConstantVariable(getattr(self.fn, name))
+        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
+            return ConstantVariable(getattr(self.fn, name))  # fixed for this (ID_MATCHed) function
+        if self.source is not None and hasattr(self.fn, name):  # __defaults__, __wrapped__...
+            from .builder import VariableBuilder
+
+            return VariableBuilder(tx, AttrSource(self.source, name))(getattr(self.fn, name))
         unsupported(f"attribute {name!r} of function {self.fn.__qualname__}")
 
     def __repr__(self):

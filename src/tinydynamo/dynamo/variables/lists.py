@@ -1,9 +1,8 @@
 """TupleVariable, ListVariable and the iterator FOR_ITER walks (book chapter 3).
 
 Their items are trackers, so a tuple may hold tensors (``q, k, v = x.split(C, dim=2)``).
-Lists built inside the frame are mutated in place; lists that came from the frame's inputs
-(they have a source) are not: mutating them would be a side effect visible to the caller,
-which this compiler does not replay, so it is Unsupported.
+Lists are mutated in place while tracing; a list that came from the frame's inputs (it has a
+source) is also written back after the graph, since the caller sees it (``side_effects.py``).
 """
 from ..exc import unsupported
 from .base import VariableTracker
@@ -106,36 +105,37 @@ class ListVariable(BaseListVariable):
     python_cls = list
     BUILD_OP = "BUILD_LIST"
 
-    def mutable(self, what):
+    def mutable(self, tx):
+        """About to change: a list from the caller is written back after the graph."""
         if self.source is not None:
-            unsupported(f"mutating the list {self.source.name()} that came from the caller ({what})")
+            tx.output.side_effects.track_mutation(self)
 
     def method_append(self, tx, value):
-        self.mutable("append")
+        self.mutable(tx)
         self.items.append(value)
         return ConstantVariable(None)
 
     def method_extend(self, tx, values):
-        self.mutable("extend")
+        self.mutable(tx)
         self.items.extend(values.unpack_var_sequence(tx))
         return ConstantVariable(None)
 
     def method_insert(self, tx, index, value):
-        self.mutable("insert")
+        self.mutable(tx)
         self.items.insert(index.as_python_constant(), value)
         return ConstantVariable(None)
 
     def method_pop(self, tx, index=None):
-        self.mutable("pop")
+        self.mutable(tx)
         return fold(self.items.pop, -1 if index is None else index.as_python_constant())
 
     def method_reverse(self, tx):
-        self.mutable("reverse")
+        self.mutable(tx)
         self.items.reverse()
         return ConstantVariable(None)
 
     def method_clear(self, tx):
-        self.mutable("clear")
+        self.mutable(tx)
         self.items.clear()
         return ConstantVariable(None)
 
@@ -143,7 +143,7 @@ class ListVariable(BaseListVariable):
         return ListVariable(self.items)
 
     def method_setitem(self, tx, index, value):
-        self.mutable("item assignment")
+        self.mutable(tx)
         key = index.as_python_constant()
         if isinstance(key, slice):
             fold(self.items.__setitem__, key, value.unpack_var_sequence(tx))
@@ -152,7 +152,7 @@ class ListVariable(BaseListVariable):
         return ConstantVariable(None)
 
     def method_delitem(self, tx, index):
-        self.mutable("del")
+        self.mutable(tx)
         fold(self.items.__delitem__, index.as_python_constant())
         return ConstantVariable(None)
 

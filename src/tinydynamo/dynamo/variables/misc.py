@@ -6,17 +6,21 @@
 - ``SuperVariable``: ``super()`` inside an inlined method.
 - ``UserDefinedObjectVariable``: an instance of a user class that is not an nn.Module.
 """
+import abc
+import collections.abc
+import dataclasses
 import enum
 import functools
 import inspect
+import os
 import sys
 import types
 
 from ..exc import unsupported
 from ..guards import Guard
-from ..source import AttrSource
+from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
-from .constant import fold
+from .constant import ConstantVariable, fold, wrap_constant
 
 
 class GetAttrVariable(VariableTracker):
@@ -49,9 +53,14 @@ def static_attribute(tx, obj_var, value, name, source):
     from .builder import VariableBuilder
     from .functions import UserFunctionVariable, UserMethodVariable
 
+    if name == "__class__":
+        return TypeVariable(type(value))  # fixed by the TYPE_MATCH (or ID_MATCH) on the object
     try:
         attr = inspect.getattr_static(value, name)
     except AttributeError:
+        getattr_hook = inspect.getattr_static(type(value), "__getattr__", None)
+        if isinstance(getattr_hook, types.FunctionType):  # the class's fallback, traced
+            return UserMethodVariable(getattr_hook, obj_var).call_function(tx, [ConstantVariable(name)], {})
         unsupported(f"AttributeError at trace time: {type(value).__name__} has no attribute {name!r}")
     instance_dict = getattr(value, "__dict__", {})
     if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
@@ -64,9 +73,30 @@ def static_attribute(tx, obj_var, value, name, source):
         return UserFunctionVariable(attr.__func__)
     if isinstance(attr, classmethod):
         return UserMethodVariable(attr.__func__, TypeVariable(type(value)))
+    if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and source is not None:
+        return VariableBuilder(tx, source)(fold(getattr, value, name))  # a slot or C field: no user code
     if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
         unsupported(f"the descriptor {type(value).__name__}.{name}")
     return VariableBuilder(tx, source)(attr)
+
+
+def bind_with_defaults(tx, cls, args, kwargs):
+    """The values of ``cls(*args, **kwargs)``'s parameters in order, defaults filled in."""
+    from .builder import VariableBuilder
+
+    bound = fold(inspect.signature(cls).bind, *args, **kwargs)
+    for name, parameter in inspect.signature(cls).parameters.items():
+        if name not in bound.arguments and parameter.default is not inspect.Parameter.empty:
+            bound.arguments[name] = VariableBuilder(tx, None)(parameter.default)
+    return list(bound.arguments.values())
+
+
+def is_plain_class(cls):
+    """A class whose instances ``object.__new__`` makes and ``__init__`` (Python) fills: such an
+    instance built while tracing is rebuilt afterwards from its attributes."""
+    return (type(cls) in (type, abc.ABCMeta) and cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
+            and isinstance(cls.__init__, types.FunctionType) and not issubclass(cls, BaseException)
+            and "__slots__" not in vars(cls))
 
 
 class TypeVariable(VariableTracker):
@@ -93,10 +123,13 @@ class TypeVariable(VariableTracker):
 
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
-            values = fold(inspect.signature(self.cls).bind, *args, **kwargs).arguments
-            return TupleVariable(list(values.values()), tuple_cls=self.cls)
+            return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
         if self.cls in constant_constructor.CLASSES:
             return constant_constructor(self.cls, args, kwargs)
+        if is_traceable_dataclass(self.cls):
+            return DataClassVariable.create(tx, self.cls, args, kwargs)
+        if is_plain_class(self.cls):
+            return NewObjectVariable.create(tx, self.cls, args, kwargs)
         unsupported(f"creating an instance of {self.cls.__qualname__} inside the compiled frame")
 
     def var_getattr(self, tx, name):
@@ -152,6 +185,11 @@ def is_trusted_module(name):
     return root == "torch" or root in sys.stdlib_module_names
 
 
+OBJECT_SLOTS = ("__getattribute__", "__init__")
+DICT_READS = ("get", "__getitem__", "__contains__", "__len__", "keys", "values", "items")
+SLOT_WRITES = ("__setattr__", "__setitem__")
+
+
 class SuperVariable(VariableTracker):
     """``super()`` / ``super(cls, obj)``: attribute lookup starts after ``cls`` in the MRO."""
 
@@ -161,16 +199,56 @@ class SuperVariable(VariableTracker):
         self.obj = obj
 
     def var_getattr(self, tx, name):
-        from .functions import UserMethodVariable
+        from .functions import UserFunctionVariable, UserMethodVariable
 
         mro = self.obj.python_type().__mro__
+        if self.cls not in mro:
+            unsupported(f"super({self.cls.__qualname__}, obj): obj is not an instance of it (TypeError)")
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in klass.__dict__:
                 attr = klass.__dict__[name]
                 if isinstance(attr, types.FunctionType):
                     return UserMethodVariable(attr, self.obj)
+                if isinstance(attr, classmethod):
+                    return UserMethodVariable(attr.__func__, TypeVariable(self.obj.python_type()))
+                if isinstance(attr, staticmethod):
+                    return UserFunctionVariable(attr.__func__)
+                if (klass is object and name in OBJECT_SLOTS) or (
+                        klass in (dict, collections.OrderedDict) and name in DICT_READS) or (
+                        klass in (object, dict, collections.OrderedDict) and name in SLOT_WRITES):
+                    return GetAttrVariable(self, name)
                 unsupported(f"super().{name}, which is not a plain method")
         unsupported(f"AttributeError at trace time: super() has no attribute {name!r}")
+
+    def next_definition(self, name):
+        """The attribute ``name`` of the first class after ``cls`` in the MRO that defines it."""
+        mro = self.obj.python_type().__mro__
+        return next(k.__dict__[name] for k in mro[mro.index(self.cls) + 1:] if name in k.__dict__)
+
+    def call_method(self, tx, name, args, kwargs):
+        """``object``'s own ``__getattribute__`` and ``__init__``, and the dict methods, reached
+        through super()."""
+        from .constant import ConstantVariable
+
+        if name == "__getattribute__" and len(args) == 1 and not kwargs \
+                and isinstance(self.obj, UserDefinedObjectVariable):
+            return self.obj.generic_getattr(tx, args[0].as_python_constant())
+        if name == "__init__" and not args and not kwargs:
+            return ConstantVariable(None)
+        if name in DICT_READS and isinstance(self.obj, UserDefinedObjectVariable) \
+                and isinstance(self.obj.value, dict):
+            return self.obj.dict_contents(tx).call_method(tx, name, args, kwargs)
+        if name in SLOT_WRITES and not kwargs and isinstance(self.obj, UserDefinedObjectVariable):
+            return self.obj.slot_write(tx, self.next_definition(name), name, args)
+        unsupported(f"super().{name}() on {self.obj}")
+
+
+def has_custom_getattribute(cls):
+    return isinstance(inspect.getattr_static(cls, "__getattribute__", None), types.FunctionType)
+
+
+def is_method(cls, name):
+    return isinstance(inspect.getattr_static(cls, name, None), (types.FunctionType, classmethod, staticmethod))
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -188,10 +266,66 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         source = AttrSource(self.source, name) if self.source else None
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
         if isinstance(self.value, enum.Enum) and name in ("name", "value"):
             return self.enum_attribute(tx, name)
         if source is None and name in getattr(self.value, "__dict__", {}):
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
+        if has_custom_getattribute(type(self.value)) and not is_method(type(self.value), name):
+            return self.dynamic_attribute(tx, name, source)
+        return static_attribute(tx, self, self.value, name, source)
+
+    def store_attr(self, tx, name, value):
+        """``obj.name = value`` on an object from the caller: replayed after the graph."""
+        cls = type(self.value)
+        if self.source is None:
+            unsupported(f"assigning attribute {name!r} of a {cls.__name__} with no source")
+        if cls.__setattr__ is not object.__setattr__ or inspect.isdatadescriptor(
+                inspect.getattr_static(cls, name, None)):
+            unsupported(f"assigning attribute {name!r} of a {cls.__name__} (__setattr__ or a descriptor)")
+        tx.output.side_effects.store_attr(self, name, value)
+
+    def dynamic_attribute(self, tx, name, source):
+        """An attribute of an object whose class overrides ``__getattribute__`` (transformers'
+        configs remap names): read it for real now, and guard the value read, as the guard reads
+        it through the same ``__getattribute__``."""
+        from .builder import VariableBuilder
+
+        if source is None:
+            unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
+        return VariableBuilder(tx, source)(fold(getattr, self.value, name))
+
+    def slot_write(self, tx, slot, name, args):
+        """``super().__setattr__(name, value)`` / ``super().__setitem__(key, value)`` from a class
+        that overrides them: ``slot`` (``object``'s or ``dict``'s own write) is called after the
+        graph, and reads later in the trace see the value."""
+        if self.source is None or len(args) != 2:
+            unsupported(f"super().{name}() on a {type(self.value).__name__} with no source")
+        if name == "__setattr__":
+            tx.output.side_effects.store_attr(self, args[0].as_python_constant(), args[1], replay=False)
+        else:
+            tx.output.side_effects.item_writes.add(self)
+        tx.output.side_effects.replay_call(slot, [self, *args])
+        return ConstantVariable(None)
+
+    def dict_contents(self, tx):
+        """What a dict subclass from the caller holds, as a dict read through ``dict``'s own
+        methods (``super().get(key)`` in the subclass): guarded on its keys, read-only."""
+        from .builder import VariableBuilder
+        from .dicts import ConstDictVariable
+
+        if self.source is None or self in tx.output.side_effects.item_writes:
+            unsupported(f"the contents of a {type(self.value).__name__} with no source, or written to")
+        contents = dict.copy(self.value)
+        tx.output.add_guard(Guard(self.source, "DICT_KEYS", list(contents)))
+        items = {k: VariableBuilder(tx, GetItemSource(self.source, k))(v) for k, v in contents.items()}
+        return ConstDictVariable(items)
+
+    def generic_getattr(self, tx, name):
+        """``object.__getattribute__(obj, name)``: the lookup without the class's override."""
+        source = AttrSource(self.source, name) if self.source else None
         return static_attribute(tx, self, self.value, name, source)
 
     def enum_attribute(self, tx, name):
@@ -210,6 +344,25 @@ class UserDefinedObjectVariable(VariableTracker):
             unsupported(f"calling a {type(self.value).__name__}")
         return UserMethodVariable(call, self).call_function(tx, args, kwargs)
 
+    def unpack_var_sequence(self, tx):
+        """Iterate as Python would: a Python ``__iter__`` is traced; a sequence (``__len__`` and
+        ``__getitem__``, with no ``__iter__`` or the one of ``collections.abc.Sequence``) is
+        indexed from 0 to its length."""
+        from .functions import UserMethodVariable
+
+        cls = type(self.value)
+        iter_method = inspect.getattr_static(cls, "__iter__", None)
+        methods = [inspect.getattr_static(cls, name, None) for name in ("__len__", "__getitem__")]
+        if iter_method in (None, collections.abc.Sequence.__iter__) and all(
+                isinstance(m, types.FunctionType) for m in methods):
+            length = UserMethodVariable(methods[0], self).call_function(tx, [], {}).as_python_constant()
+            return [UserMethodVariable(methods[1], self).call_function(tx, [ConstantVariable(i)], {})
+                    for i in range(length)]
+        if isinstance(iter_method, types.FunctionType):
+            iterator = UserMethodVariable(iter_method, self).call_function(tx, [], {})
+            return iterator.unpack_var_sequence(tx)
+        unsupported(f"iterating over a {cls.__name__}")
+
     def truthy(self, tx):
         if hasattr(type(self.value), "__bool__") or hasattr(type(self.value), "__len__"):
             unsupported(f"truth value of a {type(self.value).__name__} (user-defined __bool__/__len__)")
@@ -217,3 +370,262 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+# Classes whose instances behave as transformers' ModelOutput: a dataclass that is also an
+# ordered dict of its fields that are not None, indexable by name or position.
+MODEL_OUTPUT_CLASSES = {"transformers.utils.generic.ModelOutput", "diffusers.utils.outputs.BaseOutput"}
+
+
+def is_model_output(cls):
+    return any(f"{k.__module__}.{k.__qualname__}" in MODEL_OUTPUT_CLASSES for k in cls.__mro__)
+
+
+def is_traceable_dataclass(cls):
+    """A dataclass whose ``__init__`` is the generated one and that we can build by its fields:
+    no ``__post_init__`` (except ModelOutput's, modelled here), no factories, no kw_only fields."""
+    if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+        return False
+    init = cls.__dict__.get("__init__")
+    if init is None or init.__code__.co_filename != "<string>":
+        return False
+    if hasattr(cls, "__post_init__") and not is_model_output(cls):
+        return False
+    return all(f.init and not f.kw_only and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(cls))
+
+
+class DataClassVariable(VariableTracker):
+    """An instance of a dataclass created inside the frame (a ModelOutput, a user's result type).
+
+    It is rebuilt after the graph as ``cls(*initial)``, then the attribute and item assignments
+    made to it while tracing are replayed in order, so the real object goes through the same
+    ``__init__``/``__post_init__``/``__setattr__`` as in eager. For a ModelOutput, ``items`` models
+    the ordered dict: the fields that are not None, in the order they were set."""
+
+    def __init__(self, cls, initial):
+        super().__init__()
+        self.cls = cls
+        self.initial = initial  # field name -> tracker, as passed to the constructor
+        self.attrs = dict(initial)  # the current attributes
+        self.assignments = []  # ("attr" or "item", name, tracker), in program order
+        self.items = {k: v for k, v in initial.items() if not is_none(v)} if is_model_output(cls) else None
+        if self.items is not None and self.first_field_is_iterator():
+            unsupported(f"{cls.__qualname__} built from an iterator of (key, value) pairs")
+
+    @classmethod
+    def create(cls, tx, klass, args, kwargs):
+        from .builder import VariableBuilder
+
+        bound = fold(inspect.signature(klass).bind, *args, **kwargs).arguments
+        initial = {}
+        for field in dataclasses.fields(klass):
+            if field.name in bound:
+                initial[field.name] = bound[field.name]
+            else:
+                initial[field.name] = VariableBuilder(tx, None)(field.default)
+        return cls(klass, initial)
+
+    def first_field_is_iterator(self):
+        """ModelOutput's __post_init__ unpacks a first field that is not a tensor when all the
+        other fields are None."""
+        from .tensor import TensorVariable
+
+        first, *rest = self.initial.values()
+        return all(is_none(v) for v in rest) and not isinstance(first, TensorVariable) and not is_none(first)
+
+    def python_type(self):
+        return self.cls
+
+    def var_getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        if self.items is not None and name in MODEL_OUTPUT_METHODS:
+            return GetAttrVariable(self, name)
+        return static_attribute(tx, self, self.cls, name, None)
+
+    def store_attr(self, tx, name, value):
+        if self.cls.__dataclass_params__.frozen:
+            unsupported(f"assigning to a field of the frozen dataclass {self.cls.__qualname__}")
+        if type(self.cls).__setattr__ is not type.__setattr__ or (
+                self.items is None and "__setattr__" in vars(self.cls)):
+            unsupported(f"assigning an attribute of {self.cls.__qualname__}, which overrides __setattr__")
+        self.attrs[name] = value
+        if self.items is not None and name in self.initial and not is_none(value):
+            self.items[name] = value
+        self.assignments.append(("attr", name, value))
+
+    def call_method(self, tx, name, args, kwargs):
+        if self.items is None or name not in MODEL_OUTPUT_METHODS or kwargs:
+            return super().call_method(tx, name, args, kwargs)
+        return getattr(self, "method_" + name.strip("_"))(tx, *args)
+
+    def method_getitem(self, tx, key):
+        key = key.as_python_constant()
+        if isinstance(key, str):
+            if key not in self.items:
+                unsupported(f"KeyError: {key!r} at trace time")
+            return self.items[key]
+        return wrap_sequence(fold(list(self.items.values()).__getitem__, key))
+
+    def method_setitem(self, tx, key, value):
+        name = key.as_python_constant()
+        self.items[name] = value
+        self.attrs[name] = value
+        self.assignments.append(("item", name, value))
+        return ConstantVariable(None)
+
+    def method_to_tuple(self, tx):
+        from .lists import TupleVariable
+
+        return TupleVariable(list(self.items.values()))
+
+    def method_keys(self, tx):
+        from .lists import ListVariable
+
+        return ListVariable([ConstantVariable(k) for k in self.items])
+
+    def method_values(self, tx):
+        from .lists import ListVariable
+
+        return ListVariable(list(self.items.values()))
+
+    def method_items(self, tx):
+        from .lists import ListVariable, TupleVariable
+
+        return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+
+    def method_get(self, tx, key, default=None):
+        return self.items.get(key.as_python_constant(), default or ConstantVariable(None))
+
+    def method_contains(self, tx, key):
+        return ConstantVariable(key.as_python_constant() in self.items)
+
+    def method_len(self, tx):
+        return ConstantVariable(len(self.items))
+
+    def unpack_var_sequence(self, tx):
+        if self.items is None:
+            unsupported(f"iterating over a {self.cls.__qualname__}")
+        return [ConstantVariable(k) for k in self.items]
+
+    def truthy(self, tx):
+        if self.items is not None:
+            return bool(self.items)
+        return super().truthy(tx) if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__") else True
+
+    def python_object(self):
+        unsupported(f"the identity of a {self.cls.__qualname__} created inside the frame")
+
+    def children(self):
+        """The trackers it holds (the graph must output the tensors among them)."""
+        return list(self.initial.values()) + [value for _, _, value in self.assignments]
+
+    def reconstruct(self, codegen):
+        codegen.load_const(self.cls, push_null=True)
+        for value in self.initial.values():
+            codegen(value)
+        codegen.call(len(self.initial))
+        for kind, name, value in self.assignments:
+            codegen.append("COPY", arg=1)
+            if kind == "attr":
+                codegen(value)
+                codegen.append("SWAP", arg=2)
+                codegen.append("STORE_ATTR", argval=name)
+            else:  # obj[name] = value: STORE_SUBSCR takes value, obj, key
+                codegen(value)
+                codegen.append("SWAP", arg=2)
+                codegen.load_const(name)
+                codegen.append("STORE_SUBSCR")
+
+    def __repr__(self):
+        return f"DataClassVariable({self.cls.__qualname__})"
+
+
+MODEL_OUTPUT_METHODS = {"__getitem__", "__setitem__", "to_tuple", "keys", "values", "items", "get",
+                        "__contains__", "__len__"}
+
+
+def is_none(var):
+    return isinstance(var, ConstantVariable) and var.value is None
+
+
+def wrap_sequence(value):
+    """A tracker, or a list of them (a slice), as a tracker."""
+    from .lists import TupleVariable
+
+    return TupleVariable(value) if isinstance(value, list) else value
+
+
+class NewObjectVariable(UserDefinedObjectVariable):
+    """An instance of a plain class created inside the frame (a KV cache, a helper object).
+
+    Tracing runs its ``__init__`` on this tracker: attribute assignments land in ``attrs``. Its
+    ``value`` is an empty instance (``object.__new__(cls)``), only used to look class attributes
+    up. After the graph it is rebuilt as ``object.__new__(cls)`` plus one assignment per
+    attribute, which is the state ``__init__`` and the later assignments left, as PyTorch's
+    Dynamo rebuilds such objects."""
+
+    def __init__(self, cls):
+        super().__init__(object.__new__(cls))
+        self.attrs = {}
+
+    @classmethod
+    def create(cls, tx, klass, args, kwargs):
+        from .functions import UserMethodVariable
+
+        obj = cls(klass)
+        UserMethodVariable(klass.__init__, obj).call_function(tx, args, kwargs)
+        return obj
+
+    def var_getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__dict__":
+            unsupported(f"__dict__ of a {type(self.value).__name__} created inside the frame")
+        return static_attribute(tx, self, self.value, name, None)
+
+    def store_attr(self, tx, name, value):
+        if inspect.isdatadescriptor(inspect.getattr_static(type(self.value), name, None)):
+            unsupported(f"assigning {type(self.value).__name__}.{name}, a property or descriptor")
+        self.attrs[name] = value
+
+    def python_object(self):
+        unsupported(f"the identity of a {type(self.value).__name__} created inside the frame")
+
+    def children(self):
+        return list(self.attrs.values())
+
+    def reconstruct(self, codegen):
+        codegen.load_const(object.__new__, push_null=True)
+        codegen.load_const(type(self.value))
+        codegen.call(1)
+        for name, value in self.attrs.items():
+            codegen.append("COPY", arg=1)
+            codegen(value)
+            codegen.append("SWAP", arg=2)
+            codegen.append("STORE_ATTR", argval=name)
+
+    def __repr__(self):
+        return f"NewObjectVariable({type(self.value).__name__})"
+
+
+class EnvironVariable(VariableTracker):
+    """``os.environ``, read at trace time. Environment variables configure libraries when a
+    program starts (``TRANSFORMERS_SDPA_FORCE_GQA``); a read is folded into the graph without a
+    guard, so changing one after compiling does not recompile. Writes are Unsupported."""
+
+    READS = ("get", "__getitem__", "__contains__")
+
+    def python_type(self):
+        return type(os.environ)
+
+    def var_getattr(self, tx, name):
+        if name not in self.READS:
+            unsupported(f"os.environ.{name}")
+        return GetAttrVariable(self, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name not in self.READS or kwargs:
+            unsupported(f"os.environ.{name} (only reads are traced)")
+        return wrap_constant(fold(getattr(os.environ, name), *[a.as_python_constant() for a in args]))

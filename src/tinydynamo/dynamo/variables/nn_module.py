@@ -77,6 +77,10 @@ class NNModuleVariable(VariableTracker):
     def getitem(self, tx, key):
         from .builder import VariableBuilder
 
+        if isinstance(key, slice) and isinstance(self.module, torch.nn.ModuleList):
+            from .lists import ListVariable  # iterated, indexed and measured as the new ModuleList
+
+            return ListVariable([self.getitem(tx, i) for i in range(self.guarded_len(tx))[key]])
         if isinstance(key, slice):
             unsupported(f"slicing a {type(self.module).__name__} (it builds a new module)")
         if isinstance(self.module, torch.nn.ModuleDict):

@@ -47,6 +47,14 @@ INPLACE_OPERATORS = {
     operator.ilshift, operator.irshift, operator.setitem,
 }
 
+INPLACE_TO_BINARY = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
+
 
 class TensorVariable(VariableTracker):
     def __init__(self, proxy, example_value, device, source=None, python_cls=torch.Tensor):
@@ -119,6 +127,8 @@ class TensorVariable(VariableTracker):
 def trace_op(tx, kind, target, args, kwargs):
     """Record ``target(*args, **kwargs)`` ("call_function") or ``args[0].target(...)``
     ("call_method") in the graph and return a tracker for its result."""
+    if target in INPLACE_TO_BINARY and not isinstance(args[0], TensorVariable):
+        target = INPLACE_TO_BINARY[target]  # `n += x` on an int: nothing is mutated, n is rebound
     device = result_device(kind, target, args, kwargs)
     example = run_on_meta(kind, target, args, kwargs)
     mutates = is_inplace(kind, target, kwargs)

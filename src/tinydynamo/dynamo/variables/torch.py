@@ -33,6 +33,20 @@ SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.di
                        "torch._dynamo", "torch.compiler", "torch.utils.data")
 
 
+# Questions with a fixed answer while a compiler traces, answered as torch._dynamo answers them:
+# libraries ask them to choose a traceable code path (transformers' is_torchdynamo_compiling).
+TRACING_ANSWERS = {
+    torch.compiler.is_compiling: True,
+    torch.compiler.is_dynamo_compiling: True,
+    torch.compiler.is_exporting: False,
+    torch._utils.is_compiling: True,
+    torch.jit.is_scripting: False,
+    torch.jit.is_tracing: False,
+    torch.cuda.graphs.is_current_stream_capturing: False,
+    torch._C._get_tracing_state: None,
+}
+
+
 @functools.cache
 def _torch_namespace_ids():
     namespaces = [torch, torch.nn.functional, torch.linalg, torch.fft, torch.special, torch._C._nn,
@@ -72,6 +86,8 @@ class TorchFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         name = getattr(self.fn, "__name__", "")
         module = getattr(self.fn, "__module__", None) or ""
+        if self.fn in TRACING_ANSWERS and not args and not kwargs:
+            return ConstantVariable(TRACING_ANSWERS[self.fn])
         if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
             unsupported(f"{module}.{name}: it acts on state outside the graph")
         if self.fn is torch.is_grad_enabled:

@@ -1,0 +1,129 @@
+"""SideEffects: mutations of objects that existed before the frame (book chapter 4,
+"Guards and the transformed code").
+
+The graph computes tensors; it cannot change Python objects. When the traced code mutates an
+object the caller can see (``kwargs.pop(...)`` on the frame's ``**kwargs``, ``xs.append(y)`` on
+an argument, ``obj.flag = True`` on a plain object), the tracker records the new state while
+tracing, so later reads in the trace see it, and the transformed code *replays* the mutation
+after the graph has run: it writes the new contents of each list and dict back into the real
+object, and assigns each attribute. Every new value is rebuilt before the first write, so no
+value is read back from an object that was already overwritten.
+"""
+
+
+class SideEffects:
+    def __init__(self):
+        self.mutated = []  # list and dict trackers with a source whose contents changed
+        self.attr_stores = {}  # tracker of an object with a source -> {attribute name: tracker}
+        self.calls = []  # (function, argument trackers): ``object.__setattr__(obj, name, value)``...
+        self.attr_values = {}  # tracker -> {name: tracker}: every attribute assigned, for reads
+        self.item_writes = set()  # trackers of dict subclasses written through dict.__setitem__
+
+    def replay_call(self, fn, args):
+        """Call ``fn(*args)`` after the graph (a slot of ``object`` or ``dict`` that the class
+        overrides, reached through ``super()``)."""
+        self.calls.append((fn, args))
+
+    def track_mutation(self, var):
+        if not any(var is seen for seen in self.mutated):
+            self.mutated.append(var)
+
+    def store_attr(self, var, name, value, replay=True):
+        """``var.name = value``; ``replay=False`` when a call in ``calls`` makes the assignment."""
+        self.attr_values.setdefault(var, {})[name] = value
+        if replay:
+            self.attr_stores.setdefault(var, {})[name] = value
+
+    def pending_attr(self, var, name):
+        """The value assigned to ``var.name`` earlier in the trace, or None."""
+        return self.attr_values.get(var, {}).get(name)
+
+    def values(self):
+        """Every tracker the replay rebuilds (the graph must output the tensors among them)."""
+        new_items = [v for var in self.mutated for v in contents(var)]
+        stored = [v for stores in self.attr_stores.values() for v in stores.values()]
+        return new_items + stored + [arg for _, args in self.calls for arg in args]
+
+    def codegen(self, codegen):
+        """Emit the replay: rebuild every new value into a local, then write them all."""
+        writes = []
+        for var in self.mutated:
+            local = codegen.new_local()
+            build_copy(codegen, var)
+            codegen.store_fast(local)
+            writes.append((write_contents, var, local))
+        for var, stores in self.attr_stores.items():
+            for name, value in stores.items():
+                local = codegen.new_local()
+                codegen(value)
+                codegen.store_fast(local)
+                writes.append((write_attr(name), var, local))
+        for fn, args in self.calls:
+            local = codegen.new_local()
+            for arg in args:
+                codegen(arg)
+            codegen.append("BUILD_TUPLE", arg=len(args))
+            codegen.store_fast(local)
+            writes.append((call_with(fn), None, local))
+        for write, var, local in writes:
+            write(codegen, var, local)
+
+
+def contents(var):
+    from .variables import ConstDictVariable
+
+    return list(var.items.values()) if isinstance(var, ConstDictVariable) else list(var.items)
+
+
+def build_copy(codegen, var):
+    """Push a new list or dict holding what ``var`` holds now."""
+    from .variables import ConstDictVariable
+
+    if isinstance(var, ConstDictVariable):
+        for key, value in var.items.items():
+            codegen.load_const(key)
+            codegen(value)
+        codegen.append("BUILD_MAP", arg=len(var.items))
+    else:
+        for item in var.items:
+            codegen(item)
+        codegen.append("BUILD_LIST", arg=len(var.items))
+
+
+def write_contents(codegen, var, local):
+    """``obj[:] = new`` for a list; ``obj.clear(); obj.update(new)`` for a dict."""
+    from .variables import ConstDictVariable
+
+    if isinstance(var, ConstDictVariable):
+        for method, args in (("clear", ()), ("update", (local,))):
+            codegen.push_null()
+            var.source.reconstruct(codegen)
+            codegen.load_attr(method)
+            for arg in args:
+                codegen.load_fast(arg)
+            codegen.call(len(args))
+            codegen.append("POP_TOP")
+    else:
+        codegen.load_fast(local)
+        var.source.reconstruct(codegen)
+        codegen.load_const(None)
+        codegen.load_const(None)
+        codegen.append("BUILD_SLICE", arg=2)
+        codegen.append("STORE_SUBSCR")
+
+
+def write_attr(name):
+    def write(codegen, var, local):
+        codegen.load_fast(local)
+        var.source.reconstruct(codegen)
+        codegen.append("STORE_ATTR", argval=name)
+    return write
+
+
+def call_with(fn):
+    def write(codegen, _, local):
+        codegen.load_const(fn, push_null=True)
+        codegen.load_fast(local)
+        codegen.append("CALL_FUNCTION_EX", arg=0)
+        codegen.append("POP_TOP")
+    return write

@@ -1,0 +1,309 @@
+"""Mutations of the caller's objects are recorded while tracing and replayed after the graph
+(side_effects.py), and the Python semantics real models lean on (zero-argument super() in resume
+functions, objects that override attribute lookup, dataclasses built in the frame). Every case
+runs eagerly and compiled on fresh inputs, and compares results, mutated inputs and graph breaks
+with eager and with torch._dynamo."""
+import copy
+import dataclasses
+
+import pytest
+import torch
+import torch._dynamo
+
+import tinydynamo
+import tinydynamo.dynamo as dynamo
+from tinydynamo import config
+
+from dynamo_cases import assert_same
+
+
+class Box:
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+
+def appends_to_an_input_list(x, out):
+    y = x.sin()
+    out.append(y)
+    return y.cos()
+
+
+def writes_a_dict(x, d):
+    d["new"] = x.sum()
+    return x + d["old"]
+
+
+def writes_an_attribute(x, box):
+    box.result = x * box.scale
+    return box.result + 1
+
+
+def pops_then_reads(x, d):
+    a = d.pop("a")
+    d["b"] = d["b"] * 2
+    return x + a + d["b"]
+
+
+def mutates_then_breaks(x, xs, d):
+    xs.append(x * 2)
+    d["seen"] = len(xs)
+    print("break")
+    return xs[-1] + d["seen"]
+
+
+def pops_its_kwargs(x, **kwargs):
+    scale = kwargs.pop("scale", 1.0)
+    return x * scale, kwargs
+
+
+def slices_a_list(x, xs):
+    xs[1:] = [x, x + 1]
+    xs.insert(0, x * 3)
+    del xs[1]
+    return sum(xs)
+
+
+def reads_back_its_write(x, box):
+    box.scale = box.scale + 1
+    box.scale = box.scale * 2
+    return x * box.scale
+
+
+CASES = [
+    (appends_to_an_input_list, lambda: (torch.randn(3), [])),
+    (writes_a_dict, lambda: (torch.randn(3), {"old": 1})),
+    (writes_an_attribute, lambda: (torch.randn(3), Box())),
+    (pops_then_reads, lambda: (torch.randn(3), {"a": 1.5, "b": torch.ones(3)})),
+    (slices_a_list, lambda: (torch.randn(3), [torch.ones(3), torch.zeros(3)])),
+    (reads_back_its_write, lambda: (torch.randn(3), Box(3.0))),
+]
+
+
+def run_twice(fn, make_inputs, **kwargs):
+    """(result, inputs after the call) for two fresh calls, seeded alike."""
+    runs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        inputs = make_inputs()
+        runs.append((fn(*inputs, **kwargs), inputs))
+    return runs
+
+
+def state(inputs):
+    return [vars(i) if isinstance(i, Box) else i for i in inputs]
+
+
+@pytest.mark.parametrize("fn, make_inputs", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_mutations_of_inputs_are_replayed_without_a_break(fn, make_inputs):
+    expected = run_twice(fn, make_inputs)
+    compiled = run_twice(dynamo.compile(fn, backend="eager"), make_inputs)
+    for (result, inputs), (want, want_inputs) in zip(compiled, expected):
+        assert_same(result, want)
+        assert_same(state(inputs), state(want_inputs))
+    inputs = make_inputs()
+    ours = tinydynamo.explain(fn)(*copy.deepcopy(inputs))
+    torch._dynamo.reset()
+    theirs = torch._dynamo.explain(fn)(*copy.deepcopy(inputs))
+    assert (ours.graph_count, ours.graph_break_count) == (1, 0) == (theirs.graph_count, theirs.graph_break_count)
+
+
+def test_mutations_before_a_break_are_seen_by_the_resume_function(capsys):
+    make = lambda: (torch.ones(2), [torch.zeros(2)], {})  # noqa: E731
+    expected = run_twice(mutates_then_breaks, make)
+    compiled = run_twice(dynamo.compile(mutates_then_breaks, backend="eager"), make)
+    for (result, inputs), (want, want_inputs) in zip(compiled, expected):
+        assert_same(result, want)
+        assert_same(inputs, want_inputs)
+
+
+def test_kwargs_are_popped_without_a_break():
+    x = torch.randn(3)
+    compiled = dynamo.compile(pops_its_kwargs, backend="eager")
+    assert_same(compiled(x, scale=2.0, other=1), pops_its_kwargs(x, scale=2.0, other=1))
+    assert tinydynamo.explain(pops_its_kwargs)(x, scale=2.0).graph_break_count == 0
+
+
+# --- zero-argument super() ---------------------------------------------------------------------------
+
+
+class Base:
+    def scale(self, x):
+        return x * 2
+
+
+class Child(Base):
+    def forward(self, x):
+        y = x + 1
+        print("break")  # the rest runs in a resume function whose first local is not `self`
+        return super().scale(y) + super().scale(x)
+
+
+def test_zero_argument_super_in_a_resume_function(capsys):
+    x = torch.randn(3)
+    compiled = dynamo.compile(Child().forward, backend="eager")
+    assert_same(compiled(x), Child().forward(x))
+    assert_same(compiled(x + 1), Child().forward(x + 1))
+
+
+class Remapped:
+    """Like transformers' configs: __getattribute__ maps aliases through super()."""
+
+    aliases = {"width": "hidden"}
+
+    def __init__(self):
+        self.hidden = 3
+
+    def __getattribute__(self, key):
+        if key != "aliases" and key in super().__getattribute__("aliases"):
+            key = super().__getattribute__("aliases")[key]
+        return super().__getattribute__(key)
+
+
+class Fallback:
+    def __getattr__(self, name):
+        return len(name)
+
+
+def reads_remapped(x, cfg, fb):
+    return x * cfg.width + cfg.hidden + fb.abc
+
+
+def test_objects_that_override_attribute_lookup():
+    x = torch.randn(3)
+    compiled = dynamo.compile(reads_remapped, backend="eager")
+    assert_same(compiled(x, Remapped(), Fallback()), reads_remapped(x, Remapped(), Fallback()))
+    assert tinydynamo.explain(reads_remapped)(x, Remapped(), Fallback()).graph_break_count == 0
+
+
+def test_compiling_a_getattribute_override_itself():
+    compiled = dynamo.compile(Remapped.__getattribute__, backend="eager")
+    assert compiled(Remapped(), "width") == 3
+
+
+# --- dataclasses built in the frame ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Output:
+    value: torch.Tensor
+    extra: object = None
+
+
+def builds_a_dataclass(x):
+    out = Output(x.relu())
+    out.extra = out.value.sum()
+    return out
+
+
+def test_a_dataclass_is_built_and_rebuilt():
+    x = torch.randn(3)
+    result = dynamo.compile(builds_a_dataclass, backend="eager")(x)
+    assert type(result) is Output
+    assert_same((result.value, result.extra), (x.relu(), x.relu().sum()))
+    assert tinydynamo.explain(builds_a_dataclass)(x).graph_break_count == 0
+
+
+# --- what the tracer answers, and what it does with its own errors ------------------------------------
+
+
+def asks_if_compiling(x):
+    return x + 1 if torch.compiler.is_compiling() else x - 1
+
+
+def test_is_compiling_is_true_while_tracing():
+    x = torch.zeros(2)
+    assert_same(dynamo.compile(asks_if_compiling, backend="eager")(x), x + 1)
+    assert_same(asks_if_compiling(x), x - 1)
+
+
+def fails_inside_the_tracer(x):
+    y = x * 2
+    z = y + 1
+    return z
+
+
+@pytest.fixture
+def broken_add(monkeypatch):
+    """Make the handler of BINARY_OP raise an unexpected error, as a tracer bug would."""
+    from tinydynamo.dynamo.symbolic_convert import InstructionTranslatorBase
+
+    original = InstructionTranslatorBase.BINARY_OP
+
+    def buggy(self, inst):
+        if inst.arg == 0:  # NB_ADD
+            raise KeyError("a bug")
+        return original(self, inst)
+
+    monkeypatch.setattr(InstructionTranslatorBase, "BINARY_OP", buggy)
+
+
+def test_an_internal_error_becomes_a_graph_break(broken_add):
+    x = torch.randn(3)
+    with config.patch(strict=False):
+        explanation = tinydynamo.explain(fails_inside_the_tracer)(x)
+        result = dynamo.compile(fails_inside_the_tracer, backend="eager")(x)
+    assert_same(result, x * 2 + 1)
+    assert explanation.graph_break_count == 1
+    assert "internal error while tracing BINARY_OP (KeyError" in explanation.break_reasons[0].reason
+    assert tinydynamo.stats()["internal_errors"] >= 1
+
+
+def test_strict_raises_internal_errors(broken_add):
+    with config.patch(strict=True), pytest.raises(KeyError, match="a bug"):
+        dynamo.compile(fails_inside_the_tracer, backend="eager")(torch.randn(3))
+
+
+# --- views and containers that stay live ---------------------------------------------------------------
+
+
+def views_see_later_writes(x):
+    d = {"a": x}
+    keys, values, items = d.keys(), d.values(), d.items()
+    d["b"] = x * 2
+    del d["a"]
+    return list(keys), [v + 1 for v in values], [(k, v * 3) for k, v in items], len(keys), "b" in keys
+
+
+def views_of_an_input_dict(x, d):
+    keys = d.keys()
+    d["new"] = x.sum()
+    return sorted(keys), keys
+
+
+def test_dict_views_are_live_as_in_cpython():
+    x = torch.randn(3)
+    assert_same(dynamo.compile(views_see_later_writes, backend="eager")(x), views_see_later_writes(x))
+    expected_dict, actual_dict = {"old": 1}, {"old": 1}
+    expected = views_of_an_input_dict(x, expected_dict)
+    actual = dynamo.compile(views_of_an_input_dict, backend="eager")(x, actual_dict)
+    assert actual[0] == expected[0] and list(actual[1]) == list(expected[1])
+    assert_same(actual_dict, expected_dict)
+    actual_dict["later"] = 1  # the returned view is a live view of the caller's dict
+    assert "later" in actual[1]
+
+
+def sets_like_cpython(x, names):
+    seen = {n for n in names}
+    seen.add("z")
+    seen.discard("a")
+    both = seen | {"q"}
+    return x * len(both), sorted(both), "b" in seen, frozenset(seen)
+
+
+def test_sets_are_traced():
+    x = torch.randn(2)
+    compiled = dynamo.compile(sets_like_cpython, backend="eager")
+    assert_same(compiled(x, ["a", "b"]), sets_like_cpython(x, ["a", "b"]))
+    assert tinydynamo.explain(sets_like_cpython)(x, ["a", "b"]).graph_break_count == 0
+
+
+def augmented_assignment_on_an_int(x):
+    total = 0
+    for t in (x, x * 2):
+        total += t
+    return total
+
+
+def test_augmented_assignment_on_a_python_number():
+    x = torch.randn(3)
+    assert_same(dynamo.compile(augmented_assignment_on_an_int, backend="eager")(x), augmented_assignment_on_an_int(x))
