@@ -4,6 +4,7 @@ functions, objects that override attribute lookup, dataclasses built in the fram
 runs eagerly and compiled on fresh inputs, and compares results, mutated inputs and graph breaks
 with eager and with torch._dynamo."""
 import copy
+import functools
 import dataclasses
 
 import pytest
@@ -307,3 +308,84 @@ def augmented_assignment_on_an_int(x):
 def test_augmented_assignment_on_a_python_number():
     x = torch.randn(3)
     assert_same(dynamo.compile(augmented_assignment_on_an_int, backend="eager")(x), augmented_assignment_on_an_int(x))
+
+
+# --- what models call inside forward ------------------------------------------------------------------
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+def uses_a_function_and_a_loss_module(x, target):
+    loss_fn = torch.nn.MSELoss(reduction="sum")
+    return loss_fn(Square.apply(x), target)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_autograd_function_and_a_module_made_in_the_frame(backend):
+    x, target = torch.randn(4, requires_grad=True), torch.randn(4)
+    x_eager = x.detach().clone().requires_grad_()
+    loss = dynamo.compile(uses_a_function_and_a_loss_module, backend=backend)(x, target)
+    expected = uses_a_function_and_a_loss_module(x_eager, target)
+    loss.backward()
+    expected.backward()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(x.grad, x_eager.grad)
+    assert tinydynamo.explain(uses_a_function_and_a_loss_module)(x, target).graph_break_count == 0
+
+
+@functools.lru_cache(maxsize=None)
+def table_size(n):
+    return n * 4
+
+
+def uses_a_cached_function(x):
+    return x.reshape(table_size(1), -1)
+
+
+class Tracker(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls = self.calls + 1  # an attribute write, replayed after the graph
+        total = sum(p.sum() for p in self.parameters())
+        names = [name for name, _ in self.named_modules()]
+        return self.lin(x) + total, names
+
+
+def test_lru_cache_and_module_walks():
+    x = torch.randn(8)
+    assert_same(dynamo.compile(uses_a_cached_function, backend="eager")(x), uses_a_cached_function(x))
+    assert tinydynamo.explain(uses_a_cached_function)(x).graph_break_count == 0
+    module, x = Tracker(), torch.randn(2, 3)
+    compiled = dynamo.compile(module, backend="eager")
+    expected = Tracker.forward(module, x)  # calls becomes 1
+    assert_same(compiled(x), expected)
+    assert module.calls == 2
+    assert tinydynamo.explain(module)(x).graph_break_count == 0
+
+
+def test_a_relative_import_inside_the_function(tmp_path, monkeypatch):
+    package = tmp_path / "relpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("SCALE = 3\n")
+    (package / "mod.py").write_text(
+        "def uses_a_relative_import(x):\n    from . import SCALE\n    return x * SCALE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from relpkg import mod
+
+    x = torch.randn(3)
+    assert_same(dynamo.compile(mod.uses_a_relative_import, backend="eager")(x), x * 3)
+    assert tinydynamo.explain(mod.uses_a_relative_import)(x).graph_break_count == 0

@@ -22,6 +22,7 @@ Where an instruction is Unsupported, ``InstructionTranslator`` breaks the graph 
 """
 import builtins
 import functools
+import importlib.util
 import inspect
 import linecache
 import operator
@@ -76,11 +77,13 @@ BINARY_OPS = [
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                ">": operator.gt, ">=": operator.ge}
 TORCH_DIR = os.path.dirname(torch.__file__)
-# torch's Python code that is traced into: nn.Module forwards, and the decorators that wrap a
-# user's function (``@torch.no_grad()``).
+# torch's Python code that is traced into: nn.Module forwards, the decorators that wrap a user's
+# function (``@torch.no_grad()``), and parametrizations (weight norm) that compute a weight.
 INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules") + os.sep,
                          os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
-                         os.path.join(TORCH_DIR, "autograd", "grad_mode.py"))
+                         os.path.join(TORCH_DIR, "autograd", "grad_mode.py"),
+                         os.path.join(TORCH_DIR, "nn", "utils", "parametrize.py"),
+                         os.path.join(TORCH_DIR, "nn", "utils", "parametrizations.py"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -603,9 +606,10 @@ class InstructionTranslatorBase:
         """``import a.b`` pushes module ``a`` (``from a.b import c``: ``a.b``), if it is imported
         already: then the import statement only reads sys.modules, as the compiled code will."""
         fromlist, level = self.pop().as_python_constant(), self.pop().as_python_constant()
-        if level != 0 or inst.argval not in sys.modules:
-            unsupported(f"import {inst.argval} inside the compiled function (not imported yet, or relative)")
-        name = inst.argval if fromlist else inst.argval.partition(".")[0]
+        full_name = resolve_import(inst.argval, level, self.f_globals)
+        if full_name not in sys.modules:
+            unsupported(f"import {inst.argval} inside the compiled function (not imported yet)")
+        name = full_name if fromlist or level else full_name.partition(".")[0]
         source = None if is_trusted_module(name) else self.output.import_source(name)
         self.push(VariableBuilder(self, source)(sys.modules[name]))
 
@@ -620,6 +624,17 @@ class InstructionTranslatorBase:
 
     def YIELD_VALUE(self, inst):
         unsupported("yield")
+
+
+def resolve_import(name, level, f_globals):
+    """The absolute module name of ``import name`` (``from .. import name`` when level > 0)."""
+    if level == 0:
+        return name
+    package = f_globals.get("__package__") or f_globals.get("__name__", "").rpartition(".")[0]
+    try:
+        return importlib.util.resolve_name("." * level + name, package)
+    except (ImportError, ValueError) as error:
+        unsupported(f"a relative import in a module without a package ({error})")
 
 
 def is_none(var):

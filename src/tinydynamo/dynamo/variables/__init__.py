@@ -13,6 +13,7 @@ from .functions import (
     BaseUserFunctionVariable,
     CellVariable,
     FunctoolsPartialVariable,
+    LruCacheVariable,
     NestedUserFunctionVariable,
     UserFunctionVariable,
     UserMethodVariable,
@@ -27,7 +28,7 @@ from .torch import GradModeVariable, TorchFunctionVariable
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "FunctoolsPartialVariable", "GetAttrVariable", "GradModeVariable",
-    "ListIteratorVariable", "ListVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
+    "ListIteratorVariable", "ListVariable", "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SliceVariable", "SuperVariable",
     "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
     "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",

@@ -27,7 +27,7 @@ from ..source import AttrSource, GetItemSource
 from .builtin import HANDLERS, BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable
-from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable
+from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
 from .misc import EnvironVariable, GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
@@ -127,6 +127,9 @@ class VariableBuilder:
             return PythonModuleVariable(value, self.source)
         if type(value) is functools.partial:
             return self.wrap_partial(value)
+        if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
+            source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+            return LruCacheVariable(value, VariableBuilder(self.tx, source)(value.__wrapped__))
         if "_tinydynamo_orig" in getattr(value, "__dict__", {}):  # a tinydynamo.compile'd function: trace the original
             source = AttrSource(self.source, "_tinydynamo_orig") if self.source is not None else None
             return VariableBuilder(self.tx, source)(value._tinydynamo_orig)

@@ -81,10 +81,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return self.fn.__qualname__
 
     def get_defaults(self, tx):
-        return [wrap_default(tx, d) for d in self.fn.__defaults__ or ()]
+        return [wrap_default(tx, d, self.default_source("__defaults__", i))
+                for i, d in enumerate(self.fn.__defaults__ or ())]
 
     def get_kwdefaults(self, tx):
-        return {k: wrap_default(tx, d) for k, d in (self.fn.__kwdefaults__ or {}).items()}
+        return {k: wrap_default(tx, d, self.default_source("__kwdefaults__", k))
+                for k, d in (self.fn.__kwdefaults__ or {}).items()}
+
+    def default_source(self, table, key):
+        return GetItemSource(AttrSource(self.source, table), key) if self.source is not None else None
 
     def closure_cells(self, tx):
         cells = []
@@ -210,11 +215,38 @@ class FunctoolsPartialVariable(VariableTracker):
         return self.func.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
 
 
-def wrap_default(tx, value):
-    """Default values are read as constants (only an unusual program mutates __defaults__)."""
-    from .builder import VariableBuilder
+class LruCacheVariable(VariableTracker):
+    """A ``functools.lru_cache``-wrapped function. Called on constants, it is called for real
+    now, and a constant result is folded in (what the cache would return: an lru_cache function
+    is pure by contract); otherwise the function it wraps is traced."""
 
-    return VariableBuilder(tx, None)(value)
+    def __init__(self, cached, wrapped):
+        super().__init__()
+        self.cached = cached
+        self.wrapped = wrapped  # the tracker of cached.__wrapped__
+
+    def python_object(self):
+        return self.cached
+
+    def call_function(self, tx, args, kwargs):
+        from .constant import fold, is_constant_value, wrap_constant
+
+        if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            result = fold(self.cached, *[a.as_python_constant() for a in args],
+                          **{k: v.as_python_constant() for k, v in kwargs.items()})
+            if is_constant_value(result):
+                return wrap_constant(result)
+        return self.wrapped.call_function(tx, args, kwargs)
+
+
+def wrap_default(tx, value, source):
+    """A default value: read from the function's ``__defaults__`` when the function has a source
+    (a default that is an object, such as a registry, is then guarded like any input); constants
+    need no source."""
+    from .builder import VariableBuilder
+    from .constant import is_constant_value
+
+    return VariableBuilder(tx, None if is_constant_value(value) else source)(value)
 
 
 def bind_args(code, fn_name, args, kwargs, defaults, kwdefaults):

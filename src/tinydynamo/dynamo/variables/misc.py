@@ -12,9 +12,12 @@ import dataclasses
 import enum
 import functools
 import inspect
+import logging
 import os
 import sys
 import types
+
+import torch
 
 from ..exc import unsupported
 from ..guards import Guard
@@ -65,19 +68,31 @@ def static_attribute(tx, obj_var, value, name, source):
     instance_dict = getattr(value, "__dict__", {})
     if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
         return VariableBuilder(tx, source)(instance_dict[name])
+    on_class = class_attribute_source(obj_var, name)
     if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(attr, obj_var)
+        return UserMethodVariable(attr, obj_var, source=on_class)
     if isinstance(attr, property):
-        return UserFunctionVariable(attr.fget).call_function(tx, [obj_var], {})
+        fget_source = AttrSource(on_class, "fget") if on_class is not None else None
+        return UserFunctionVariable(attr.fget, fget_source).call_function(tx, [obj_var], {})
     if isinstance(attr, staticmethod):
         return UserFunctionVariable(attr.__func__)
     if isinstance(attr, classmethod):
         return UserMethodVariable(attr.__func__, TypeVariable(type(value)))
     if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and source is not None:
         return VariableBuilder(tx, source)(fold(getattr, value, name))  # a slot or C field: no user code
+    if callable(attr) and obj_var.source is not None:
+        return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called
     if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
         unsupported(f"the descriptor {type(value).__name__}.{name}")
     return VariableBuilder(tx, source)(attr)
+
+
+def class_attribute_source(obj_var, name):
+    """Where a function defined on an object's class is found again: ``obj.__class__.name``
+    (the sources of its closure cells and defaults hang from it)."""
+    if obj_var.source is None:
+        return None
+    return AttrSource(AttrSource(obj_var.source, "__class__"), name)
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
@@ -130,6 +145,10 @@ class TypeVariable(VariableTracker):
             return DataClassVariable.create(tx, self.cls, args, kwargs)
         if is_plain_class(self.cls):
             return NewObjectVariable.create(tx, self.cls, args, kwargs)
+        if issubclass(self.cls, torch.nn.Module):
+            from .nn_module import NewModuleVariable
+
+            return NewModuleVariable.create(tx, self.cls, args, kwargs)
         unsupported(f"creating an instance of {self.cls.__qualname__} inside the compiled frame")
 
     def var_getattr(self, tx, name):
@@ -143,6 +162,10 @@ class TypeVariable(VariableTracker):
 
         if isinstance(attr, staticmethod):
             return UserFunctionVariable(attr.__func__)
+        if issubclass(self.cls, torch.autograd.Function) and name == "apply":
+            from .torch import TorchFunctionVariable
+
+            return TorchFunctionVariable(self.cls.apply)  # one node; AOT traces its forward and backward
         if isinstance(attr, classmethod):
             return UserMethodVariable(attr.__func__, self)
         return VariableBuilder(tx, source)(getattr(self.cls, name))
@@ -273,6 +296,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return self.enum_attribute(tx, name)
         if source is None and name in getattr(self.value, "__dict__", {}):
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
+        if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)):
+            return GetAttrVariable(self, name)  # the call breaks the graph (see call_method)
         if has_custom_getattribute(type(self.value)) and not is_method(type(self.value), name):
             return self.dynamic_attribute(tx, name, source)
         return static_attribute(tx, self, self.value, name, source)
@@ -286,6 +311,17 @@ class UserDefinedObjectVariable(VariableTracker):
                 inspect.getattr_static(cls, name, None)):
             unsupported(f"assigning attribute {name!r} of a {cls.__name__} (__setattr__ or a descriptor)")
         tx.output.side_effects.store_attr(self, name, value)
+
+    def call_method(self, tx, name, args, kwargs):
+        """``dict``'s own read methods on a dict subclass from the caller; a logger's methods
+        (a side effect: Python runs them after a graph break, as in Dynamo)."""
+        cls = type(self.value)
+        if isinstance(self.value, logging.Logger):
+            unsupported(f"logging.Logger.{name}() (a side effect)")
+        if isinstance(self.value, dict) and name in DICT_READS and not isinstance(
+                inspect.getattr_static(cls, name, None), types.FunctionType):
+            return self.dict_contents(tx).call_method(tx, name, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
 
     def dynamic_attribute(self, tx, name, source):
         """An attribute of an object whose class overrides ``__getattribute__`` (transformers'
@@ -377,6 +413,10 @@ class UserDefinedObjectVariable(VariableTracker):
 MODEL_OUTPUT_CLASSES = {"transformers.utils.generic.ModelOutput", "diffusers.utils.outputs.BaseOutput"}
 
 
+def is_diffusers_output(cls):
+    return any(f"{k.__module__}.{k.__qualname__}" == "diffusers.utils.outputs.BaseOutput" for k in cls.__mro__)
+
+
 def is_model_output(cls):
     return any(f"{k.__module__}.{k.__qualname__}" in MODEL_OUTPUT_CLASSES for k in cls.__mro__)
 
@@ -427,12 +467,18 @@ class DataClassVariable(VariableTracker):
         return cls(klass, initial)
 
     def first_field_is_iterator(self):
-        """ModelOutput's __post_init__ unpacks a first field that is not a tensor when all the
-        other fields are None."""
-        from .tensor import TensorVariable
+        """ModelOutput's __post_init__ unpacks a first field that holds (key, value) pairs when
+        all the other fields are None: any iterable for transformers, a dict for diffusers."""
+        from .dicts import ConstDictVariable
+        from .lists import BaseListVariable, ListIteratorVariable
 
         first, *rest = self.initial.values()
-        return all(is_none(v) for v in rest) and not isinstance(first, TensorVariable) and not is_none(first)
+        if not all(is_none(v) for v in rest):
+            return False
+        iterables = (ConstDictVariable,) if is_diffusers_output(self.cls) else \
+            (ConstDictVariable, BaseListVariable, ListIteratorVariable)
+        custom_iterable = isinstance(first, UserDefinedObjectVariable) and hasattr(first.python_type(), "__iter__")
+        return isinstance(first, iterables) or (custom_iterable and not is_diffusers_output(self.cls))
 
     def python_type(self):
         return self.cls

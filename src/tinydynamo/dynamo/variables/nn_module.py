@@ -11,17 +11,22 @@ Module hooks would run code around ``forward`` that this tracer does not see: Un
 Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, measured
 and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
+import functools
+
 import torch
 
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
-from .constant import ConstantVariable, wrap_constant
+from .constant import ConstantVariable, fold, wrap_constant
 from .functions import UserMethodVariable
 from .misc import GetAttrVariable, static_attribute
 
 SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
+# Methods that walk a module tree, answered from the real module.
+WALKS = ("modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
+         "buffers", "named_buffers")
 MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                 "_global_backward_pre_hooks")
@@ -45,7 +50,12 @@ class NNModuleVariable(VariableTracker):
         from .builder import VariableBuilder
 
         module, source = self.module, AttrSource(self.source, name)
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+            return GetAttrVariable(self, name)  # answered by call_method, not inlined
+        if name in WALKS:
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         for table in ("_parameters", "_buffers", "_modules"):
             if name in module.__dict__.get(table, {}):
@@ -60,7 +70,8 @@ class NNModuleVariable(VariableTracker):
         if "forward" in module.__dict__:
             unsupported(f"{type(module).__name__} instance with its own forward attribute")
         forward = type(module).forward
-        return UserMethodVariable(forward, self).call_function(tx, args, kwargs)
+        source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
+        return UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs):
         module = self.module
@@ -72,7 +83,40 @@ class NNModuleVariable(VariableTracker):
             return self.dict_view(tx, name)
         if name == "__contains__" and isinstance(module, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in self.guarded_keys(tx))
+        if name in WALKS:
+            return self.walk(tx, name, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def walk(self, tx, name, args, kwargs):
+        """``modules()``, ``named_parameters()``...: run on the real module, each item wrapped
+        with its source (``self.a.b.weight``). The module is ID_MATCHed, and its structure is
+        assumed fixed, as Dynamo assumes for the modules it inlines."""
+        from .builder import VariableBuilder
+        from .lists import ListIteratorVariable, TupleVariable
+
+        if self.source is None:
+            unsupported(f"{name}() of a module created inside the frame")
+        consts = [a.as_python_constant() for a in args]
+        kwconsts = {k: v.as_python_constant() for k, v in kwargs.items()}
+        named = fold(lambda: list(getattr(self.module, "named_" + name.removeprefix("named_"))(*consts, **kwconsts)))
+        items = []
+        for path, value in named:
+            source = self.source
+            for part in filter(None, path.split(".")):
+                source = AttrSource(source, part)
+            item = VariableBuilder(tx, source)(value)
+            items.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named_") else item)
+        return ListIteratorVariable(items)
+
+    def store_attr(self, tx, name, value):
+        """``self.flag = value`` in a forward: replayed after the graph (``Module.__setattr__``
+        runs then). Tensors, parameters and modules are registered by it: Unsupported."""
+        from .tensor import TensorVariable
+
+        if self.source is None or isinstance(value, (TensorVariable, NNModuleVariable)) or any(
+                name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")):
+            unsupported(f"assigning attribute {name!r} of {self} (a parameter, buffer or module)")
+        tx.output.side_effects.store_attr(self, name, value)
 
     def getitem(self, tx, key):
         from .builder import VariableBuilder
@@ -122,3 +166,40 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__}, {self.source.name()})"
+
+
+class NewModuleVariable(NNModuleVariable):
+    """A module of ``torch.nn`` without parameters or buffers, created inside the frame from
+    constants (``loss_fct = CrossEntropyLoss()``): built now, so that its forward can be traced,
+    and built again by the transformed code (``cls(*args, **kwargs)``) if it outlives the graph."""
+
+    def __init__(self, module, rebuild):
+        super().__init__(module, None)
+        self.rebuild = rebuild  # functools.partial(cls, *args, **kwargs)
+
+    @classmethod
+    def create(cls, tx, klass, args, kwargs):
+        if not klass.__module__.startswith("torch.nn.modules") or not all(
+                a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"creating a {klass.__name__} inside the compiled frame (only torch.nn's "
+                        "own modules, from constants)")
+        rebuild = functools.partial(klass, *[a.as_python_constant() for a in args],
+                                    **{k: v.as_python_constant() for k, v in kwargs.items()})
+        module = fold(rebuild)
+        if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+            unsupported(f"creating a {klass.__name__} with parameters or buffers inside the compiled frame")
+        return cls(module, rebuild)
+
+    def var_getattr(self, tx, name):
+        from .builder import VariableBuilder
+
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in self.module.__dict__.get(table, {}):
+                return VariableBuilder(tx, None)(self.module.__dict__[table][name])
+        return static_attribute(tx, self, self.module, name, None)
+
+    def reconstruct(self, codegen):
+        codegen.call_constant(self.rebuild)
+
+    def __repr__(self):
+        return f"NewModuleVariable({type(self.module).__name__})"

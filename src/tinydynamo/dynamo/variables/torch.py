@@ -72,6 +72,25 @@ def is_torch_callable(value):
     return is_function and (module == "torch" or module.startswith("torch."))
 
 
+def is_autograd_function_apply(fn):
+    """``MyFunction.apply`` of a ``torch.autograd.Function``: the graph calls it as one op."""
+    owner = getattr(fn, "__self__", None)
+    return isinstance(owner, type) and issubclass(owner, torch.autograd.Function) \
+        and getattr(fn, "__name__", None) == "apply"
+
+
+class AutogradFunctionApply:
+    """The target of a graph node that calls ``MyFunction.apply`` (FX would look a bound
+    ``apply`` up in ``torch.autograd.function``, where it was defined)."""
+
+    def __init__(self, function_cls):
+        self.function_cls = function_cls
+        self.__name__ = f"{function_cls.__name__}_apply"
+
+    def __call__(self, *args, **kwargs):
+        return self.function_cls.apply(*args, **kwargs)
+
+
 class TorchFunctionVariable(VariableTracker):
     def __init__(self, fn, source=None):
         super().__init__(source)
@@ -86,6 +105,8 @@ class TorchFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         name = getattr(self.fn, "__name__", "")
         module = getattr(self.fn, "__module__", None) or ""
+        if is_autograd_function_apply(self.fn):
+            return trace_op(tx, "call_function", AutogradFunctionApply(self.fn.__self__), args, kwargs)
         if self.fn in TRACING_ANSWERS and not args and not kwargs:
             return ConstantVariable(TRACING_ANSWERS[self.fn])
         if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
