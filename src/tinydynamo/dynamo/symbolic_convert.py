@@ -76,10 +76,10 @@ BINARY_OPS = [
 ]
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                ">": operator.gt, ">=": operator.ge}
-TORCH_DIR = os.path.dirname(torch.__file__)
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep  # (with the separator: not torch_geometric/)
 # torch's Python code that is traced into: nn.Module forwards, the decorators that wrap a user's
 # function (``@torch.no_grad()``), and parametrizations (weight norm) that compute a weight.
-INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules") + os.sep,
+INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules", ""),
                          os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
                          os.path.join(TORCH_DIR, "autograd", "grad_mode.py"),
                          os.path.join(TORCH_DIR, "nn", "utils", "parametrize.py"),
