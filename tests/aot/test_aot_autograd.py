@@ -334,3 +334,24 @@ def test_eval_mode_legit_batch_norm_writes_no_statistics_and_trains():
     assert_close(grads_of(compiled, [x, weight, bias, mean, var], loss),
                  grads_of(fn, [x, weight, bias, mean, var], loss))
     assert_close(mean, expected_mean)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_result_restrided_in_place_by_a_composite_op(backend):
+    """adaptive_avg_pool1d of a transposed tensor restrides its result with as_strided_ (swin's
+    pooler): both frontends trace it, forward and backward, as eager computes it."""
+    def pool(x):
+        return torch.adaptive_avg_pool1d(x.transpose(1, 2), 1).flatten(1) * 2
+
+    x = torch.randn(2, 16, 8, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    torch._dynamo.reset()
+    for compiled in (tinydynamo.compile(pool, backend=backend), torch.compile(pool, backend="tinydynamo")):
+        x.grad = None
+        out = compiled(x)
+        expected = pool(x_eager)
+        out.sum().backward()
+        x_eager.grad = None
+        expected.sum().backward()
+        assert_close(out, expected)
+        assert_close(x.grad, x_eager.grad)

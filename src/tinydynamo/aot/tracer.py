@@ -182,6 +182,8 @@ class DispatchTracer(TorchDispatchMode):
         func = TRACED_AS.get(func, func)
         func, args, kwargs = without_unneeded_mutation(func, args, kwargs)
         _check_traceable(func, args)
+        if func is aten.as_strided_.default:
+            return self._trace_restride(args, kwargs)
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:
             return self._trace_mutation(func, args, kwargs, mutated)
@@ -215,6 +217,25 @@ class DispatchTracer(TorchDispatchMode):
         view = ViewInfo(parent, func, tuple(view_args), {})
         node = self._emit(func, (self._view_input(view, self._current(parent)), *view_args), {}, out)
         self._track(out, node, view)
+        return out
+
+    def _trace_restride(self, args, kwargs):
+        """``as_strided_`` on a fresh, contiguous result (``adaptive_avg_pool2d`` restrides its
+        output to the input's memory format): the tensor now reads its memory with other
+        strides. It is recorded as ``as_strided`` of its value, which becomes the tensor's new,
+        unshared value; a restride of an input or of a view addresses memory the graph does not
+        own: unsupported."""
+        tensor = args[0]
+        info = self._infos.get(id(tensor))
+        if info is None or info.view is not None or info.storage.input_index is not None \
+                or info.storage.is_constant or not tensor.is_contiguous() or tensor.storage_offset() != 0:
+            raise NotImplementedError(
+                "tinydynamo.aot: as_strided_ of an input, a constant or a view; unsupported")
+        view_args = as_strided_arguments(*args, **kwargs)
+        node = self._emit_on_meta(aten.as_strided.default, (self._current(info), *view_args), {})
+        out = aten.as_strided_.default(*args, **kwargs)
+        del self._infos[id(tensor)]
+        self._track(tensor, node, view=None)
         return out
 
     def _view_input(self, view, parent_node):
