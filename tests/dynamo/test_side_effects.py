@@ -14,6 +14,7 @@ import torch._dynamo
 import tinydynamo
 import tinydynamo.dynamo as dynamo
 from tinydynamo import config
+from tinydynamo.dynamo import convert_frame
 
 from dynamo_cases import assert_same
 
@@ -389,3 +390,61 @@ def test_a_relative_import_inside_the_function(tmp_path, monkeypatch):
     x = torch.randn(3)
     assert_same(dynamo.compile(mod.uses_a_relative_import, backend="eager")(x), x * 3)
     assert tinydynamo.explain(mod.uses_a_relative_import)(x).graph_break_count == 0
+
+
+class Validated:
+    """Like transformers' configs: __setattr__ validates (and could remap) every assignment."""
+
+    def __init__(self):
+        self.mode = None
+        self.width = 2
+
+    def __setattr__(self, name, value):
+        if name == "mode" and value not in (None, "sum", "mean"):
+            raise ValueError(value)
+        super().__setattr__(name, value)
+
+
+def sets_a_validated_attribute(x, cfg):
+    if cfg.mode is None:
+        cfg.mode = "sum"
+    return x.sum() if cfg.mode == "sum" else x.mean()
+
+
+def reads_another_attribute_after_the_write(x, cfg):
+    cfg.mode = "mean"
+    return x * cfg.width
+
+
+def test_assignments_through_a_python_setattr_are_replayed():
+    x = torch.randn(3)
+    cfg = Validated()
+    assert_same(dynamo.compile(sets_a_validated_attribute, backend="eager")(x, cfg), x.sum())
+    assert cfg.mode == "sum"
+    assert tinydynamo.explain(sets_a_validated_attribute)(x, Validated()).graph_break_count == 0
+    # __setattr__ might have changed any attribute: reading another one after it breaks the graph
+    explanation = tinydynamo.explain(reads_another_attribute_after_the_write)(x, Validated())
+    assert "after an assignment through its own __setattr__" in explanation.break_reasons[0].reason
+    assert_same(dynamo.compile(reads_another_attribute_after_the_write, backend="eager")(x, Validated()), x * 2)
+
+
+def helper_without_tensors(name):
+    return name.upper()
+
+
+def calls_a_helper(x, name):
+    return x + len(helper_without_tensors(name))
+
+
+def test_frames_without_tensors_are_not_compiled():
+    """Like Dynamo's has_tensor_in_frame: a frame called with no tensor (or module) in its
+    arguments runs as it is; the function the user compiled is traced all the same."""
+    x = torch.randn(2)
+    compiled = dynamo.compile(helper_without_tensors, backend="eager")
+    assert compiled("a") == "A"
+    with config.patch(strict=True):
+        assert_same(dynamo.compile(calls_a_helper, backend="eager")(x, "ab"), x + 2)
+    holder = Box()
+    holder.inner = {"t": [x]}
+    assert convert_frame.has_tensor(holder, set()) and convert_frame.has_tensor(torch.nn.ReLU(), set())
+    assert not convert_frame.has_tensor(Validated(), set()) and not convert_frame.has_tensor(("a", 1), set())

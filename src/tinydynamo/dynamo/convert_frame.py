@@ -208,9 +208,10 @@ def local_names(code, instructions):
 class ConvertFrame:
     """The callback given to ``set_eval_frame``; also the owner of the cache entries it makes."""
 
-    def __init__(self, backend, fullgraph=False):
+    def __init__(self, backend, fullgraph=False, root_codes=()):
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
+        self.root_codes = frozenset(root_codes)  # the compiled function's own code: always traced
         self.compiled = []  # CompiledFrame of every successful translation
         self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
         self.codes = weakref.WeakSet()  # codes holding entries of this callback
@@ -241,6 +242,9 @@ class ConvertFrame:
                            f"latest entry: {failed_guards(mine[-1], func, args)}")
         return self.convert(func, args, code, entries)
 
+    def is_root(self, code):
+        return ContinueExecutionCache.original(code, 0)[0] in self.root_codes
+
     def give_up(self, code, entries, failed):
         """Past the cache size limit: warn once, and run the frame eagerly from now on."""
         if code not in self.warned:
@@ -252,6 +256,8 @@ class ConvertFrame:
         counters["fallbacks"] += 1
 
     def convert(self, func, args, code, entries):
+        if not self.is_root(code) and not any(has_tensor(arg, set()) for arg in args):
+            return None  # nothing to compile, as Dynamo's has_tensor_in_frame decides
         try:
             frame = translate(func, args, self.resolve_backend(), one_graph=self.fullgraph)
         except Unsupported as e:
@@ -315,6 +321,23 @@ class ConvertFrame:
             if not eval_frame.is_skipped(code):
                 entries = eval_frame.get_cache_entries(code)
                 entries[:] = [e for e in entries if e[0] is not self]
+
+
+def has_tensor(value, seen, depth=0):
+    """Whether ``value`` holds a tensor or a module: itself, in a container, or in an object's
+    attributes. A frame called with none (a config's ``__setattr__``, a helper on strings) is run
+    as it is: nothing in it could become a graph."""
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return True
+    if isinstance(value, (str, int, float, bool, type(None), type)) or id(value) in seen or depth > 4:
+        return False
+    seen.add(id(value))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(has_tensor(v, seen, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(has_tensor(v, seen, depth + 1) for v in value.values())
+    attributes = getattr(value, "__dict__", None)
+    return isinstance(attributes, dict) and any(has_tensor(v, seen, depth + 1) for v in attributes.values())
 
 
 def failed_guards(entry, func, args):

@@ -128,10 +128,17 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
 
     if mode == "max-autotune":
         backend = with_max_autotune(backend)
-    callback = ConvertFrame(backend, fullgraph)
+    callback = ConvertFrame(backend, fullgraph, root_codes=root_codes(model))
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, with_callback(model, callback))
     return functools.wraps(model)(with_callback(model, callback))
+
+
+def root_codes(model):
+    """The code objects of what the user compiled: traced even when called without tensors."""
+    fn = type(model).forward if isinstance(model, torch.nn.Module) else model
+    fn = getattr(fn, "__func__", fn)
+    return [fn.__code__] if hasattr(fn, "__code__") else []
 
 
 def with_max_autotune(backend):

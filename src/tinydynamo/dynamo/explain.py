@@ -9,7 +9,7 @@ source of each guard function.
 import dataclasses
 
 from .convert_frame import ConvertFrame, library_file
-from .eval_frame import with_callback
+from .eval_frame import root_codes, with_callback
 
 
 @dataclasses.dataclass
@@ -74,7 +74,7 @@ def explain(fn):
             graphs.append(gm)
             return gm.forward
 
-        callback = ConvertFrame(record, fullgraph=False)
+        callback = ConvertFrame(record, fullgraph=False, root_codes=root_codes(fn))
         try:
             out = with_callback(fn, callback)(*args, **kwargs)
         finally:
