@@ -3,6 +3,7 @@
 functions, objects that override attribute lookup, dataclasses built in the frame). Every case
 runs eagerly and compiled on fresh inputs, and compares results, mutated inputs and graph breaks
 with eager and with torch._dynamo."""
+import collections
 import copy
 import functools
 import dataclasses
@@ -448,3 +449,18 @@ def test_frames_without_tensors_are_not_compiled():
     holder.inner = {"t": [x]}
     assert convert_frame.has_tensor(holder, set()) and convert_frame.has_tensor(torch.nn.ReLU(), set())
     assert not convert_frame.has_tensor(Validated(), set()) and not convert_frame.has_tensor(("a", 1), set())
+
+
+Point3 = collections.namedtuple("Point3", ["x", "y", "z"], defaults=(None, 1, None))
+
+
+def builds_a_namedtuple_with_defaults(a, b):
+    p = Point3(a, z=b)  # y takes its default, between two given fields
+    return Point3(p.x, p[1], p.z + b)
+
+
+def test_namedtuple_defaults_keep_the_field_order():
+    a, b = torch.randn(2), torch.randn(2)
+    result = dynamo.compile(builds_a_namedtuple_with_defaults, backend="eager")(a, b)
+    assert type(result) is Point3 and result.y == 1
+    assert_same(result, builds_a_namedtuple_with_defaults(a, b))

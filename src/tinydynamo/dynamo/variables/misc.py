@@ -99,11 +99,10 @@ def bind_with_defaults(tx, cls, args, kwargs):
     """The values of ``cls(*args, **kwargs)``'s parameters in order, defaults filled in."""
     from .builder import VariableBuilder
 
-    bound = fold(inspect.signature(cls).bind, *args, **kwargs)
-    for name, parameter in inspect.signature(cls).parameters.items():
-        if name not in bound.arguments and parameter.default is not inspect.Parameter.empty:
-            bound.arguments[name] = VariableBuilder(tx, None)(parameter.default)
-    return list(bound.arguments.values())
+    signature = inspect.signature(cls)
+    bound = fold(signature.bind, *args, **kwargs).arguments
+    return [bound[name] if name in bound else VariableBuilder(tx, None)(parameter.default)
+            for name, parameter in signature.parameters.items()]
 
 
 def is_plain_class(cls):
