@@ -338,12 +338,6 @@ def clamp_if_large(t):
 
 
 @case(X)
-def set_literal(x):
-    names = {"a", "b", "a"}
-    return x + len(names)
-
-
-@case(X)
 def raises_on_a_shape(x):
     y = x + 1
     if y.shape[0] > 2:

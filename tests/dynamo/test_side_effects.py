@@ -6,6 +6,7 @@ with eager and with torch._dynamo."""
 import collections
 import copy
 import functools
+import itertools
 import dataclasses
 
 import pytest
@@ -464,3 +465,28 @@ def test_namedtuple_defaults_keep_the_field_order():
     result = dynamo.compile(builds_a_namedtuple_with_defaults, backend="eager")(a, b)
     assert type(result) is Point3 and result.y == 1
     assert_same(result, builds_a_namedtuple_with_defaults(a, b))
+
+
+class Pair(collections.namedtuple("Pair", ["a", "b"])):
+    def total(self):
+        return self.a + self.b
+
+
+def python_semantics_from_pytorchs_own_tests(x):
+    d = collections.OrderedDict()
+    d["x"] = x + 1
+    d.update([("y", x * 2)])
+    keys = dict.fromkeys(["p", "q"], 0)
+    combos = list(itertools.combinations((1, 2, 3), 2))
+    ranked = sorted([("b", 2), ("a", 3)], key=lambda item: item[1], reverse=True)
+    return (d["x"] + d["y"], isinstance(d, collections.OrderedDict), keys, combos, ranked,
+            Pair(x, 1).total(), x in [x], 4 * [1], x.__class__.__name__)
+
+
+def test_python_semantics_from_pytorchs_own_tests():
+    x = torch.randn(3)
+    compiled = dynamo.compile(python_semantics_from_pytorchs_own_tests, backend="eager")
+    result, expected = compiled(x), python_semantics_from_pytorchs_own_tests(x)
+    assert type(result) is tuple and isinstance(result[0], torch.Tensor)
+    assert_same(result, expected)
+    assert tinydynamo.explain(python_semantics_from_pytorchs_own_tests)(x).graph_break_count == 0

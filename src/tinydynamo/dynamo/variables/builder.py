@@ -15,6 +15,7 @@ Values read this way are cached by source, so a value read twice is one tracker 
 of guards. With ``source=None`` (torch's own attributes, default arguments) no guard is
 installed, and only values that need none are accepted.
 """
+import collections
 import functools
 import os
 import types
@@ -31,6 +32,7 @@ from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionV
 from .lists import ListVariable, TupleVariable
 from .misc import EnvironVariable, GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .sets import SetVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
 
@@ -78,8 +80,12 @@ class VariableBuilder:
             return cls(value, self.source)
         if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
             return self.wrap_sequence(value)
-        if type(value) is dict:
+        if type(value) in (dict, collections.OrderedDict):
             return self.wrap_dict(value)
+        if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
+            self.guard("CONSTANT_MATCH", value)  # a set of constants is compared as a whole
+            return SetVariable([ConstantVariable(v) for v in value], frozen=type(value) is frozenset,
+                               source=self.source)
         if isinstance(value, GradModeExit):
             return self.wrap_grad_mode_exit(value)
         if value is os.environ:
@@ -112,9 +118,10 @@ class VariableBuilder:
     def wrap_dict(self, value):
         if not all(is_constant_value(k) for k in value):
             unsupported("a dict with non-constant keys")
-        self.guard("TYPE_MATCH", dict)
+        self.guard("TYPE_MATCH", type(value))
         self.guard("DICT_KEYS", list(value))
-        return ConstDictVariable({k: self.item(k, v) for k, v in value.items()}, source=self.source)
+        return ConstDictVariable({k: self.item(k, v) for k, v in value.items()}, source=self.source,
+                                 dict_cls=type(value))
 
     def wrap_callable_or_object(self, value):
         if is_torch_callable(value):

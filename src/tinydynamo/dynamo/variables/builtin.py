@@ -11,6 +11,7 @@ decides what ``a + b`` means:
 The other builtins have a ``call_<name>`` method each. Builtins with side effects (``print``,
 ``id``, ``open``...) are Unsupported.
 """
+import collections
 import functools
 import inspect
 import itertools
@@ -22,7 +23,7 @@ from .base import NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import UserDefinedObjectVariable
+from .misc import GetAttrVariable, UserDefinedObjectVariable
 from .sets import SetVariable
 from .tensor import TensorVariable, trace_op
 
@@ -217,6 +218,56 @@ class BuiltinVariable(VariableTracker):
         items.update(kwargs)
         return ConstDictVariable(items)
 
+    def call_sorted(self, tx, seq, key=None, reverse=None):
+        """sorted(), with a ``key`` traced on each item; the keys must be constants."""
+        items = seq.unpack_var_sequence(tx)
+        keys = [key.call_function(tx, [item], {}) if key is not None else item for item in items]
+        if not all(k.is_python_constant() for k in keys):
+            unsupported("sorted() by keys that are not constants (tensors compare by value)")
+        order = fold(sorted, range(len(items)), key=lambda i: keys[i].as_python_constant(),
+                     reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
+        return ListVariable([items[i] for i in order])
+
+    def call_combinations(self, tx, seq, r):
+        """itertools.combinations (and permutations below) of the items, as tuples of trackers."""
+        rows = itertools.combinations(seq.unpack_var_sequence(tx), r.as_python_constant())
+        return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
+
+    def call_permutations(self, tx, seq, r=None):
+        rows = itertools.permutations(seq.unpack_var_sequence(tx), None if r is None else r.as_python_constant())
+        return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
+
+    def call_zip_longest(self, tx, *seqs, fillvalue=None):
+        fill = fillvalue if fillvalue is not None else ConstantVariable(None)
+        columns = [s.unpack_var_sequence(tx) for s in seqs]
+        return ListIteratorVariable(TupleVariable(list(row))
+                                    for row in itertools.zip_longest(*columns, fillvalue=fill))
+
+    def call_islice(self, tx, seq, *bounds):
+        items = seq.unpack_var_sequence(tx)
+        return ListIteratorVariable(fold(itertools.islice, items, *[b.as_python_constant() for b in bounds]))
+
+    def call_method(self, tx, name, args, kwargs):
+        """``dict.fromkeys`` / ``OrderedDict.fromkeys`` and ``itertools.chain.from_iterable``."""
+        if name == "fromkeys" and self.fn in (dict, collections.OrderedDict):
+            value = (args[1:] or list(kwargs.values()) or [ConstantVariable(None)])[0]
+            keys = [k.as_python_constant() for k in args[0].unpack_var_sequence(tx)]
+            return ConstDictVariable(dict.fromkeys(keys, value), dict_cls=self.fn)
+        if name == "from_iterable" and self.fn is itertools.chain:
+            return self.call_chain(tx, *args[0].unpack_var_sequence(tx))
+        return super().call_method(tx, name, args, kwargs)
+
+    def var_getattr(self, tx, name):
+        if (name == "fromkeys" and self.fn in (dict, collections.OrderedDict)) or (
+                name == "from_iterable" and self.fn is itertools.chain):
+            return GetAttrVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_OrderedDict(self, tx, mapping=None, **kwargs):
+        result = self.call_dict(tx, mapping, **kwargs)
+        result.dict_cls = collections.OrderedDict
+        return result
+
     def call_set(self, tx, seq=None):
         return SetVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
 
@@ -298,7 +349,8 @@ HANDLERS = {
     reversed, map, filter, tuple, list, dict, set, frozenset, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
-    inspect.signature,
+    inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
+    itertools.islice, collections.OrderedDict,
 }
 
 
@@ -312,6 +364,8 @@ def sequence_operator(tx, fn, a, b):
         return type(a)(a.items + b.items)
     if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
+    if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():  # 4 * [x]
+        return type(b)(b.items * a.as_python_constant())
     return None
 
 
@@ -340,7 +394,7 @@ def is_same(tx, a, b):
 def compares_by_identity(var):
     """Objects without their own ``__eq__`` (modules, functions, enum members...): == is ``is``."""
     try:
-        return type(var.python_object()).__eq__ is object.__eq__
+        return var.python_type().__eq__ is object.__eq__
     except Unsupported:
         return False
 

@@ -65,7 +65,7 @@ class ConstantVariable(VariableTracker):
         return wrap_constant(fold(method, *consts, **kwconsts))
 
     def unpack_var_sequence(self, tx):
-        if not isinstance(self.value, (tuple, str, range, bytes)):
+        if not isinstance(self.value, (tuple, str, range, bytes, frozenset)):
             unsupported(f"iterating over {type(self.value).__name__}")
         return [wrap_constant(v) for v in self.value]
 

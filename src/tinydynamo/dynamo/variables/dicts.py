@@ -10,12 +10,13 @@ from .lists import TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items, source=None):
+    def __init__(self, items, source=None, dict_cls=dict):
         super().__init__(source)
         self.items = dict(items)  # constant key -> tracker
+        self.dict_cls = dict_cls  # dict or collections.OrderedDict
 
     def python_type(self):
-        return dict
+        return self.dict_cls
 
     def as_python_constant(self):
         return {k: v.as_python_constant() for k, v in self.items.items()}
@@ -70,7 +71,7 @@ class ConstDictVariable(VariableTracker):
         return DictViewVariable(self, "items")
 
     def method_copy(self, tx):
-        return ConstDictVariable(self.items)
+        return ConstDictVariable(self.items, dict_cls=self.dict_cls)
 
     def method_setitem(self, tx, key, value):
         self.mutable(tx)
@@ -79,10 +80,12 @@ class ConstDictVariable(VariableTracker):
 
     def method_update(self, tx, other=None, **kwargs):
         self.mutable(tx)
-        if other is not None:
-            if not isinstance(other, ConstDictVariable):
-                unsupported(f"dict.update with {other}")
+        if isinstance(other, ConstDictVariable):
             self.items.update(other.items)
+        elif other is not None:  # an iterable of (key, value) pairs
+            for pair in other.unpack_var_sequence(tx):
+                key, value = pair.unpack_var_sequence(tx)
+                self.items[self.key(key)] = value
         self.items.update(kwargs)
         return ConstantVariable(None)
 
@@ -100,10 +103,14 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, codegen):
         if self.source is not None:
             return self.source.reconstruct(codegen)
+        if self.dict_cls is not dict:  # OrderedDict({...}): the same order
+            codegen.load_const(self.dict_cls, push_null=True)
         for k, v in self.items.items():
             codegen.load_const(k)
             codegen(v)
         codegen.append("BUILD_MAP", arg=len(self.items))
+        if self.dict_cls is not dict:
+            codegen.call(1)
 
     def __repr__(self):
         return f"ConstDictVariable({self.items!r})"

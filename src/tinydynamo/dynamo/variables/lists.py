@@ -4,6 +4,11 @@ Their items are trackers, so a tuple may hold tensors (``q, k, v = x.split(C, di
 Lists are mutated in place while tracing; a list that came from the frame's inputs (it has a
 source) is also written back after the graph, since the caller sees it (``side_effects.py``).
 """
+import inspect
+import types
+
+import torch
+
 from ..exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable, fold
@@ -53,7 +58,19 @@ class BaseListVariable(VariableTracker):
         return ConstantVariable(len(self.items))
 
     def method_contains(self, tx, value):
-        return ConstantVariable(value.as_python_constant() in self.as_python_constant())
+        """``value in seq``: identity first, then ``==``, as CPython compares (a tensor compared
+        by ``==`` with something else would be data-dependent)."""
+        for item in self.items:
+            if item is value:
+                return ConstantVariable(True)
+            if item.is_python_constant() and value.is_python_constant():
+                if fold(lambda: item.as_python_constant() == value.as_python_constant()):
+                    return ConstantVariable(True)
+            elif item.python_type() is torch.Tensor or value.python_type() is torch.Tensor:
+                unsupported(f"`in` comparing {value} with {item} (== on a tensor is data-dependent)")
+            else:
+                unsupported(f"`in` comparing {value} with {item}")
+        return ConstantVariable(False)
 
     def method_index(self, tx, value):
         return ConstantVariable(fold(self.as_python_constant().index, value.as_python_constant()))
@@ -87,8 +104,19 @@ class TupleVariable(BaseListVariable):
         return getattr(self.tuple_cls, "__match_args__", None) or getattr(self.tuple_cls, "_fields", ())
 
     def var_getattr(self, tx, name):
+        from .functions import UserFunctionVariable, UserMethodVariable
+
         if name in self.fields():
             return self.items[self.fields().index(name)]
+        attr = inspect.getattr_static(self.tuple_cls, name, None)
+        if self.tuple_cls is not tuple and isinstance(attr, types.FunctionType):  # a NamedTuple's method
+            return UserMethodVariable(attr, self)
+        if isinstance(attr, staticmethod):
+            return UserFunctionVariable(attr.__func__)
+        if isinstance(attr, classmethod):
+            from .misc import TypeVariable
+
+            return UserMethodVariable(attr.__func__, TypeVariable(self.tuple_cls))
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen):

@@ -109,7 +109,8 @@ def is_plain_class(cls):
     """A class whose instances ``object.__new__`` makes and ``__init__`` (Python) fills: such an
     instance built while tracing is rebuilt afterwards from its attributes."""
     return (type(cls) in (type, abc.ABCMeta) and cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
-            and isinstance(cls.__init__, types.FunctionType) and not issubclass(cls, BaseException)
+            and (isinstance(cls.__init__, types.FunctionType) or cls.__init__ is object.__init__)
+            and not issubclass(cls, BaseException)
             and "__slots__" not in vars(cls))
 
 
@@ -630,6 +631,10 @@ class NewObjectVariable(UserDefinedObjectVariable):
         from .functions import UserMethodVariable
 
         obj = cls(klass)
+        if klass.__init__ is object.__init__:
+            if args or kwargs:
+                unsupported(f"{klass.__qualname__}() takes no arguments (TypeError)")
+            return obj
         UserMethodVariable(klass.__init__, obj).call_function(tx, args, kwargs)
         return obj
 

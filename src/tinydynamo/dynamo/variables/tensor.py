@@ -73,6 +73,10 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name):
         if name == "device":
             return ConstantVariable(self.device)
+        if name == "__class__":
+            from .misc import TypeVariable
+
+            return TypeVariable(self.python_cls)
         if name in ("is_cuda", "is_cpu", "is_meta"):
             return ConstantVariable(self.device.type == name[3:])
         if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)

@@ -44,6 +44,7 @@ TRACING_ANSWERS = {
     torch.jit.is_tracing: False,
     torch.cuda.graphs.is_current_stream_capturing: False,
     torch._C._get_tracing_state: None,
+    torch.distributed.is_available: torch.distributed.is_available(),  # fixed by how torch was built
 }
 
 
@@ -107,6 +108,8 @@ class TorchFunctionVariable(VariableTracker):
         module = getattr(self.fn, "__module__", None) or ""
         if is_autograd_function_apply(self.fn):
             return trace_op(tx, "call_function", AutogradFunctionApply(self.fn.__self__), args, kwargs)
+        if self.fn is torch.jit.annotate and len(args) == 2:
+            return args[1]  # a type annotation for TorchScript: the value itself
         if self.fn in TRACING_ANSWERS and not args and not kwargs:
             return ConstantVariable(TRACING_ANSWERS[self.fn])
         if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
