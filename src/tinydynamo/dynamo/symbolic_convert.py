@@ -697,6 +697,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return f"{inst.opname} cannot be run on its own"
         if inst.opname in ("LOAD_SUPER_ATTR", "SEND", "YIELD_VALUE"):
             return f"{inst.opname} cannot be run on its own"
+        if self.instructions[self.indexof[inst] + 1].opname == "BEFORE_WITH":
+            return "what it computes enters a `with` block, which could not be traced after the break"
         if ContinueExecutionCache.original(self.code, self.indexof[inst])[1] < 0:
             return "it is in the prologue of a resume function (a value passed in cannot be traced)"
         if self.in_loop(self.indexof[inst]):

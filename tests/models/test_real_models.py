@@ -1,0 +1,56 @@
+"""Real models (``tinydynamo.testing.real_models``) compiled by every variant match eager.
+
+One test per (model, variant): the eval-mode forward and a training step (loss and every
+gradient) equal eager's, and tinydynamo breaks the model's graph no more often than
+``torch._dynamo`` does. Models outside the fast subset are marked ``slow_models``, which the
+default ``addopts`` deselects; run them with ``pytest -m slow_models tests/models``.
+"""
+import functools
+
+import diffusers  # noqa: F401  the Makefile installs these: a missing one is an error, not a skip
+import pytest
+import torch
+import torch_geometric  # noqa: F401
+import transformers  # noqa: F401
+
+import tinydynamo
+from tinydynamo.testing.real_model_check import (VARIANTS, check_forward, check_train, explain_counts,
+                                                 reset_compilers, run_forward, run_train)
+from tinydynamo.testing.real_models import REAL_MODELS
+
+
+def _params():
+    for name, entry in REAL_MODELS.items():
+        marks = [] if entry.fast else [pytest.mark.slow_models]
+        for variant in VARIANTS:
+            yield pytest.param(name, variant, marks=marks, id=f"{name}-{variant}")
+
+
+@functools.cache
+def reference(name):
+    """(model, args, kwargs, eager forward outputs, eager (loss, grads)), built once per model."""
+    entry = REAL_MODELS[name]
+    model, args, kwargs = entry.build()
+    return model, args, kwargs, run_forward(model, args, kwargs), run_train(entry, model, args, kwargs)
+
+
+@functools.cache
+def graph_break_counts(name):
+    """(tinydynamo's, torch._dynamo's) graph-break count on the model's forward."""
+    model, args, kwargs, _, _ = reference(name)
+    counts = []
+    for explain in (tinydynamo.explain, torch._dynamo.explain):
+        reset_compilers()
+        counts.append(explain_counts(explain, model, args, kwargs)["graph_break_count"])
+    return tuple(counts)
+
+
+@pytest.mark.parametrize("name, variant", list(_params()))
+def test_matches_eager(name, variant):
+    model, args, kwargs, expected_forward, expected_train = reference(name)
+    reset_compilers()
+    check_forward(model, args, kwargs, variant, expected_forward)
+    reset_compilers()
+    check_train(REAL_MODELS[name], model, args, kwargs, variant, expected_train)
+    ours, theirs = graph_break_counts(name)
+    assert ours <= theirs, f"tinydynamo breaks {name}'s graph {ours} times, torch._dynamo {theirs} times"
