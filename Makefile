@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
+.PHONY: install test test-models test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,book,course]'
+	$(PY) -m pip install -q -e '.[dev,book,course,models]'
 	touch $(STAMP)
 
 # The C extension is rebuilt whenever its source changes.
@@ -25,6 +25,13 @@ test: install
 
 pytest: install
 	$(PY) -m pytest
+
+# The whole real-model suite (transformers, diffusers, torch_geometric): every model through every
+# backend and both frontends, against eager and torch._dynamo; `make test` runs its fast subset.
+# Then the table that chapter 5 renders (book/data/real_models.json).
+test-models: install
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -m slow_models tests/models
+	HF_HUB_OFFLINE=1 $(PY) -m tinydynamo.testing.real_model_check --out book/data/real_models.json
 
 # The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13; 3.11 runs in pytest.
 test-hook: install
