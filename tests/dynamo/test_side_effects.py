@@ -490,3 +490,21 @@ def test_python_semantics_from_pytorchs_own_tests():
     assert type(result) is tuple and isinstance(result[0], torch.Tensor)
     assert_same(result, expected)
     assert tinydynamo.explain(python_semantics_from_pytorchs_own_tests)(x).graph_break_count == 0
+
+
+def defaultdicts_and_tensor_types(a, b):
+    counts = collections.defaultdict(list)
+    counts["k"].append(a + 1)
+    d = collections.defaultdict.fromkeys("a", "b")
+    d["a"] = 1
+    half = a.to(torch.float16)
+    return counts, d, b.type(half.type()), half.type()
+
+
+def test_defaultdicts_and_tensor_types():
+    a, b = torch.randn(3), torch.randn(3)
+    result = dynamo.compile(defaultdicts_and_tensor_types, backend="eager")(a, b)
+    expected = defaultdicts_and_tensor_types(a, b)
+    assert type(result[0]) is collections.defaultdict and result[0].default_factory is list
+    assert_same(result, expected)
+    assert tinydynamo.explain(defaultdicts_and_tensor_types)(a, b).graph_break_count == 0

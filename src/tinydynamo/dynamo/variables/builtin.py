@@ -249,7 +249,7 @@ class BuiltinVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         """``dict.fromkeys`` / ``OrderedDict.fromkeys`` and ``itertools.chain.from_iterable``."""
-        if name == "fromkeys" and self.fn in (dict, collections.OrderedDict):
+        if name == "fromkeys" and self.fn in DICT_CLASSES:
             value = (args[1:] or list(kwargs.values()) or [ConstantVariable(None)])[0]
             keys = [k.as_python_constant() for k in args[0].unpack_var_sequence(tx)]
             return ConstDictVariable(dict.fromkeys(keys, value), dict_cls=self.fn)
@@ -258,10 +258,17 @@ class BuiltinVariable(VariableTracker):
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name):
-        if (name == "fromkeys" and self.fn in (dict, collections.OrderedDict)) or (
+        if (name == "fromkeys" and self.fn in DICT_CLASSES) or (
                 name == "from_iterable" and self.fn is itertools.chain):
             return GetAttrVariable(self, name)
         return super().var_getattr(tx, name)
+
+    def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
+        result = self.call_dict(tx, mapping, **kwargs)
+        result.dict_cls = collections.defaultdict
+        result.default_factory = None if default_factory is None or (
+            default_factory.is_python_constant() and default_factory.as_python_constant() is None) else default_factory
+        return result
 
     def call_OrderedDict(self, tx, mapping=None, **kwargs):
         result = self.call_dict(tx, mapping, **kwargs)
@@ -350,8 +357,9 @@ HANDLERS = {
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
     inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
-    itertools.islice, collections.OrderedDict,
+    itertools.islice, collections.OrderedDict, collections.defaultdict,
 }
+DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 def sequence_operator(tx, fn, a, b):

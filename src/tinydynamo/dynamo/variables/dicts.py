@@ -3,6 +3,8 @@
 ``{"logits": x @ w, "n": 3}``, or ``**kwargs``. As with lists, a dict built in the frame is
 mutated in place, and a dict from the caller is also written back after the graph.
 """
+import collections
+
 from ..exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
@@ -10,10 +12,11 @@ from .lists import TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items, source=None, dict_cls=dict):
+    def __init__(self, items, source=None, dict_cls=dict, default_factory=None):
         super().__init__(source)
         self.items = dict(items)  # constant key -> tracker
-        self.dict_cls = dict_cls  # dict or collections.OrderedDict
+        self.dict_cls = dict_cls  # dict, collections.OrderedDict or collections.defaultdict
+        self.default_factory = default_factory  # a defaultdict's: a tracker, or None
 
     def python_type(self):
         return self.dict_cls
@@ -48,6 +51,9 @@ class ConstDictVariable(VariableTracker):
 
     def method_getitem(self, tx, key):
         k = self.key(key)
+        if k not in self.items and self.default_factory is not None:  # a defaultdict's missing key
+            self.mutable(tx)
+            self.items[k] = self.default_factory.call_function(tx, [], {})
         if k not in self.items:
             unsupported(f"KeyError: {k!r} at trace time")
         return self.items[k]
@@ -71,7 +77,7 @@ class ConstDictVariable(VariableTracker):
         return DictViewVariable(self, "items")
 
     def method_copy(self, tx):
-        return ConstDictVariable(self.items, dict_cls=self.dict_cls)
+        return ConstDictVariable(self.items, dict_cls=self.dict_cls, default_factory=self.default_factory)
 
     def method_setitem(self, tx, key, value):
         self.mutable(tx)
@@ -103,14 +109,16 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, codegen):
         if self.source is not None:
             return self.source.reconstruct(codegen)
-        if self.dict_cls is not dict:  # OrderedDict({...}): the same order
+        if self.dict_cls is not dict:  # OrderedDict({...}), defaultdict(factory, {...})
             codegen.load_const(self.dict_cls, push_null=True)
+        if self.dict_cls is collections.defaultdict:
+            codegen(self.default_factory or ConstantVariable(None))
         for k, v in self.items.items():
             codegen.load_const(k)
             codegen(v)
         codegen.append("BUILD_MAP", arg=len(self.items))
         if self.dict_cls is not dict:
-            codegen.call(1)
+            codegen.call(2 if self.dict_cls is collections.defaultdict else 1)
 
     def __repr__(self):
         return f"ConstDictVariable({self.items!r})"

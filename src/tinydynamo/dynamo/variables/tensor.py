@@ -20,7 +20,7 @@ import torch
 from ..exc import unsupported
 from ..source import AttrSource
 from .base import VariableTracker
-from .constant import ConstantVariable, is_constant_value, wrap_constant
+from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 
 # Tensor methods whose result depends on the data, or that act outside the graph.
 UNSUPPORTED_METHODS = {
@@ -105,8 +105,10 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(len(self.example_value))
         if name == "get_device":
             return ConstantVariable(self.device.index if self.device.type != "cpu" else -1)
-        if name == "type" and not args and not kwargs:
-            unsupported("Tensor.type() without arguments (its answer names the device)")
+        if name == "type" and not args and not kwargs:  # "torch.HalfTensor": from dtype and device
+            return ConstantVariable(torch.empty(0, dtype=self.example_value.dtype, device=self.device).type())
+        if name == "type" and len(args) == 1 and not kwargs and args[0].is_python_constant():
+            return self.call_method(tx, "to", [ConstantVariable(tensor_type_dtype(args[0].as_python_constant()))], {})
         if name == "__getitem__":
             return trace_op(tx, "call_function", operator.getitem, [self, *args], kwargs)
         if name == "__setitem__":
@@ -123,6 +125,17 @@ class TensorVariable(VariableTracker):
     def __repr__(self):
         name = self.source.name() if self.source else self.proxy.node.name
         return f"TensorVariable({name}, {tuple(self.example_value.shape)}, {self.example_value.dtype})"
+
+
+def tensor_type_dtype(name):
+    """The dtype that ``x.type(name)`` converts to: ``"torch.HalfTensor"``, a dtype, or a legacy
+    CPU tensor type (``torch.HalfTensor``). A CUDA type name changes the device: Unsupported."""
+    if isinstance(name, torch.dtype):
+        return name
+    text = name if isinstance(name, str) else f"{getattr(name, '__module__', '')}.{getattr(name, '__name__', '')}"
+    if "cuda" in text:
+        unsupported(f"Tensor.type({text}) (it changes the device)")
+    return fold(lambda: torch.empty(0).type(text).dtype)
 
 
 # --- recording an op ---------------------------------------------------------------------------
