@@ -508,3 +508,19 @@ def test_defaultdicts_and_tensor_types():
     assert type(result[0]) is collections.defaultdict and result[0].default_factory is list
     assert_same(result, expected)
     assert tinydynamo.explain(defaultdicts_and_tensor_types)(a, b).graph_break_count == 0
+
+
+def iterators_see_later_appends(x, inputs):
+    xs = [x]
+    for item in xs:  # the loop visits what the body appends, as in CPython
+        if len(xs) < 3:
+            xs.append(item * 2)
+    it = iter(inputs)
+    inputs.append(x + 5)  # a list from the caller: its iterator sees the append too
+    return xs, list(it)
+
+
+def test_list_iterators_are_live_as_in_cpython():
+    x = torch.randn(2)
+    expected = iterators_see_later_appends(x, [x - 1])
+    assert_same(dynamo.compile(iterators_see_later_appends, backend="eager")(x, [x - 1]), expected)

@@ -165,6 +165,8 @@ class BuiltinVariable(VariableTracker):
     def call_iter(self, tx, obj):
         if isinstance(obj, ListIteratorVariable):
             return obj
+        if isinstance(obj, ListVariable):
+            return ListIteratorVariable(obj.items, live=True)
         return ListIteratorVariable(obj.unpack_var_sequence(tx))
 
     def call_next(self, tx, iterator, default=None):

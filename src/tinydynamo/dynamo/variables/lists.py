@@ -186,11 +186,14 @@ class ListVariable(BaseListVariable):
 
 
 class ListIteratorVariable(VariableTracker):
-    """``iter(...)`` of anything iterable at trace time: the items are known, loops unroll."""
+    """``iter(...)`` of anything iterable at trace time: the items are known, loops unroll.
 
-    def __init__(self, items):
+    The iterator of a list made in the frame shares the list's items (``live``), so, as in
+    CPython, it sees items appended after it was made (``for x in xs: xs.append(...)``)."""
+
+    def __init__(self, items, live=False):
         super().__init__()
-        self.items = list(items)
+        self.items = items if live else list(items)
         self.index = 0
 
     def next_item(self):
