@@ -233,12 +233,6 @@ def uses_tolist(x):
     return x[0] + len(rows), rows
 
 
-@case(X)
-def uses_numpy(x):
-    array = (x * 2).numpy()
-    return x + 1, array
-
-
 @case(POS)
 def int_of_a_tensor(n):
     k = int(n.max())

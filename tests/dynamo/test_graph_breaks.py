@@ -113,8 +113,6 @@ def test_matches_eager_with_its_side_effects(case, capsys):
 
 # Cases where torch._dynamo captures a different number of graphs or breaks, and why.
 DYNAMO_DIFFERENCES = {
-    "uses_numpy": "Dynamo traces NumPy code (ndarray methods become torch ops), so Tensor.numpy() "
-                  "does not break its graph; tinydynamo breaks and runs NumPy as Python",
     "user_context_manager": "Dynamo gives up on the whole frame; tinydynamo keeps the graph before "
                             "the `with` and runs the block and the rest of the frame eagerly",
     "data_dependent_while": "tinydynamo does not break at the test at the bottom of a while loop "

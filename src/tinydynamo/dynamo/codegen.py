@@ -37,6 +37,8 @@ class PyCodegen:
             self.load_fast(self.graph_output_local)
             self.load_const(self.graph_outputs[var])
             self.append("BINARY_SUBSCR")
+            if hasattr(var, "from_graph_output"):  # a NumPy array the graph computed as a tensor
+                var.from_graph_output(self)
         elif var in self.rebuilt:
             self.load_fast(self.rebuilt[var])
         else:

@@ -31,6 +31,7 @@ from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
 from .misc import EnvironVariable, GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
+from .ndarray import NUMPY_NAMES, NumpyFunctionVariable
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
@@ -124,6 +125,9 @@ class VariableBuilder:
                                  dict_cls=type(value))
 
     def wrap_callable_or_object(self, value):
+        if id(value) in NUMPY_NAMES and NUMPY_NAMES[id(value)] is not None:  # np.mean, np.linalg.norm
+            self.guard("ID_MATCH", value)
+            return NumpyFunctionVariable(value, NUMPY_NAMES[id(value)], self.source)
         if is_torch_callable(value):
             self.guard("ID_MATCH", value)
             if isinstance(value, torch.library.CustomOpDef):  # the graph calls its operator

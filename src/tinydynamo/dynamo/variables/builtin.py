@@ -24,6 +24,7 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap
 from .dicts import ConstDictVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import GetAttrVariable, UserDefinedObjectVariable
+from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import TensorVariable, trace_op
 
@@ -84,6 +85,8 @@ class BuiltinVariable(VariableTracker):
     # --- operators ---------------------------------------------------------------------------
 
     def call_operator(self, tx, args):
+        if any(isinstance(a, NumpyNdarrayVariable) for a in args):  # NumPy's operator, not torch's
+            return numpy_op(tx, NumpyOp(self.fn, "operator"), args, {})
         if any(isinstance(a, TensorVariable) for a in args):
             return trace_op(tx, "call_function", self.fn, args, {})
         if all(a.is_python_constant() for a in args):

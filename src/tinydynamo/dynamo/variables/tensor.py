@@ -26,7 +26,7 @@ from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 UNSUPPORTED_METHODS = {
     "item": "Tensor.item() reads a value out of the tensor (data-dependent)",
     "tolist": "Tensor.tolist() reads values out of the tensor (data-dependent)",
-    "numpy": "Tensor.numpy() leaves torch (data-dependent)",
+    "numpy": "Tensor.numpy(force=...)",
     "__bool__": "a data-dependent branch on a tensor (Tensor.__bool__)",
     "__int__": "int() of a tensor (data-dependent)",
     "__float__": "float() of a tensor (data-dependent)",
@@ -99,6 +99,10 @@ class TensorVariable(VariableTracker):
         return wrap_constant(value)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "numpy" and not args and not kwargs:
+            from .ndarray import NumpyNdarrayVariable
+
+            return NumpyNdarrayVariable.of(self)
         if name in UNSUPPORTED_METHODS:
             unsupported(UNSUPPORTED_METHODS[name])
         if name == "__len__":

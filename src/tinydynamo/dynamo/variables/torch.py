@@ -20,6 +20,7 @@ import torch
 from ..exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
+from .ndarray import NumpyNdarrayVariable
 from .tensor import trace_op
 
 SIDE_EFFECT_FUNCTIONS = {
@@ -106,6 +107,9 @@ class TorchFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         name = getattr(self.fn, "__name__", "")
         module = getattr(self.fn, "__module__", None) or ""
+        arrays = [a for a in [*args, *kwargs.values()] if isinstance(a, NumpyNdarrayVariable)]
+        if arrays:
+            return self.call_with_arrays(tx, args, kwargs, arrays)
         if is_autograd_function_apply(self.fn):
             return trace_op(tx, "call_function", AutogradFunctionApply(self.fn.__self__), args, kwargs)
         if self.fn is torch.jit.annotate and len(args) == 2:
@@ -128,6 +132,16 @@ class TorchFunctionVariable(VariableTracker):
             if is_constant_value(result):
                 return wrap_constant(result)
         return trace_op(tx, "call_function", self.fn, args, kwargs)
+
+    def call_with_arrays(self, tx, args, kwargs, arrays):
+        """``torch.from_numpy(a)`` / ``torch.as_tensor(a)``: the tensor behind the array (shared
+        memory, as in eager); ``torch.tensor(a)``: a copy of it. Other torch functions refuse
+        arrays in eager too."""
+        if self.fn in (torch.from_numpy, torch.as_tensor, torch.asarray) and len(args) == 1 and not kwargs:
+            return args[0].as_tensor()
+        if self.fn is torch.tensor and len(args) == 1 and not kwargs:
+            return trace_op(tx, "call_method", "clone", [args[0].as_tensor()], {})
+        unsupported(f"passing a NumPy array to {getattr(self.fn, '__name__', self.fn)}")
 
     def is_foldable_helper(self, args, kwargs):
         """A Python helper of torch.nn.functional called on constants only (``_canonical_mask(None,
