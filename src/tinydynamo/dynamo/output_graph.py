@@ -31,7 +31,14 @@ from .exc import BackendCompilerFailed
 from .guards import Guard, autocast_state
 from .side_effects import SideEffects
 from .source import GlobalSource
-from .variables import ConstDictVariable, DataClassVariable, GetAttrVariable, NewObjectVariable, TensorVariable, UserMethodVariable
+from .variables import (
+    ConstDictVariable,
+    DataClassVariable,
+    GetAttrVariable,
+    NewObjectVariable,
+    TensorVariable,
+    UserMethodVariable,
+)
 from .variables.dicts import DictViewVariable
 from .variables.lists import BaseListVariable
 
@@ -142,7 +149,8 @@ class OutputGraph:
         outputs; it starts by setting the grad mode that is in effect at this point of the
         frame, if that is not the one it started with (``with torch.no_grad():`` cut by a
         break, or ``torch.set_grad_enabled(False)`` as a statement)."""
-        outputs = tensors_to_output(live_values + list(self.global_writes.values()) + self.side_effects.values())
+        pending = list(self.global_writes.values()) + self.side_effects.values()
+        outputs = tensors_to_output(live_values + pending)
         if torch.is_grad_enabled() != self.initial_grad_mode:
             self.create_proxy("call_function", torch._C._set_grad_enabled, (self.initial_grad_mode,), {})
         self.create_proxy("output", "output", (tuple(v.proxy for v in outputs),), {})

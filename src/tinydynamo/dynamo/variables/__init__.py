@@ -19,7 +19,15 @@ from .functions import (
     UserMethodVariable,
 )
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import DataClassVariable, GetAttrVariable, NewObjectVariable, PythonModuleVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import (
+    DataClassVariable,
+    GetAttrVariable,
+    NewObjectVariable,
+    PythonModuleVariable,
+    SuperVariable,
+    TypeVariable,
+    UserDefinedObjectVariable,
+)
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
 from .tensor import TensorVariable
@@ -27,9 +35,10 @@ from .torch import GradModeVariable, TorchFunctionVariable
 
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
-    "ConstDictVariable", "ConstantVariable", "DataClassVariable", "FunctoolsPartialVariable", "GetAttrVariable", "GradModeVariable",
-    "ListIteratorVariable", "ListVariable", "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
-    "NullVariable", "PythonModuleVariable", "RangeVariable", "SliceVariable", "SuperVariable",
+    "ConstDictVariable", "ConstantVariable", "DataClassVariable", "FunctoolsPartialVariable",
+    "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
+    "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
+    "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",
     "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
     "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",
     "VariableTracker", "wrap_constant",

@@ -30,7 +30,13 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constan
 from .dicts import ConstDictVariable
 from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
-from .misc import EnvironVariable, GetAttrVariable, PythonModuleVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import (
+    EnvironVariable,
+    GetAttrVariable,
+    PythonModuleVariable,
+    TypeVariable,
+    UserDefinedObjectVariable,
+)
 from .ndarray import NUMPY_NAMES, NumpyFunctionVariable
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
@@ -141,7 +147,7 @@ class VariableBuilder:
         if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
             source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
             return LruCacheVariable(value, VariableBuilder(self.tx, source)(value.__wrapped__))
-        if "_tinydynamo_orig" in getattr(value, "__dict__", {}):  # a tinydynamo.compile'd function: trace the original
+        if "_tinydynamo_orig" in getattr(value, "__dict__", {}):  # a compiled function: trace the original
             source = AttrSource(self.source, "_tinydynamo_orig") if self.source is not None else None
             return VariableBuilder(self.tx, source)(value._tinydynamo_orig)
         if isinstance(value, types.FunctionType) and value in HANDLERS:  # inspect.signature

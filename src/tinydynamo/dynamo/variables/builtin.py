@@ -239,7 +239,8 @@ class BuiltinVariable(VariableTracker):
         return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
 
     def call_permutations(self, tx, seq, r=None):
-        rows = itertools.permutations(seq.unpack_var_sequence(tx), None if r is None else r.as_python_constant())
+        length = None if r is None else r.as_python_constant()
+        rows = itertools.permutations(seq.unpack_var_sequence(tx), length)
         return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
 
     def call_zip_longest(self, tx, *seqs, fillvalue=None):
@@ -271,8 +272,9 @@ class BuiltinVariable(VariableTracker):
     def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
         result = self.call_dict(tx, mapping, **kwargs)
         result.dict_cls = collections.defaultdict
-        result.default_factory = None if default_factory is None or (
-            default_factory.is_python_constant() and default_factory.as_python_constant() is None) else default_factory
+        no_factory = default_factory is None or (
+            default_factory.is_python_constant() and default_factory.as_python_constant() is None)
+        result.default_factory = None if no_factory else default_factory
         return result
 
     def call_OrderedDict(self, tx, mapping=None, **kwargs):

@@ -108,7 +108,8 @@ def bind_with_defaults(tx, cls, args, kwargs):
 def is_plain_class(cls):
     """A class whose instances ``object.__new__`` makes and ``__init__`` (Python) fills: such an
     instance built while tracing is rebuilt afterwards from its attributes."""
-    return (type(cls) in (type, abc.ABCMeta) and cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
+    return (type(cls) in (type, abc.ABCMeta) and cls.__new__ is object.__new__
+            and cls.__setattr__ is object.__setattr__
             and (isinstance(cls.__init__, types.FunctionType) or cls.__init__ is object.__init__)
             and not issubclass(cls, BaseException)
             and "__slots__" not in vars(cls))
@@ -487,7 +488,8 @@ class DataClassVariable(VariableTracker):
             return False
         iterables = (ConstDictVariable,) if is_diffusers_output(self.cls) else \
             (ConstDictVariable, BaseListVariable, ListIteratorVariable)
-        custom_iterable = isinstance(first, UserDefinedObjectVariable) and hasattr(first.python_type(), "__iter__")
+        custom_iterable = isinstance(first, UserDefinedObjectVariable) and hasattr(
+            first.python_type(), "__iter__")
         return isinstance(first, iterables) or (custom_iterable and not is_diffusers_output(self.cls))
 
     def python_type(self):

@@ -98,7 +98,8 @@ class NNModuleVariable(VariableTracker):
             unsupported(f"{name}() of a module created inside the frame")
         consts = [a.as_python_constant() for a in args]
         kwconsts = {k: v.as_python_constant() for k, v in kwargs.items()}
-        named = fold(lambda: list(getattr(self.module, "named_" + name.removeprefix("named_"))(*consts, **kwconsts)))
+        walk = getattr(self.module, "named_" + name.removeprefix("named_"))
+        named = fold(lambda: list(walk(*consts, **kwconsts)))
         items = []
         for path, value in named:
             source = self.source

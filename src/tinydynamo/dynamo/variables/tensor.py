@@ -112,7 +112,8 @@ class TensorVariable(VariableTracker):
         if name == "type" and not args and not kwargs:  # "torch.HalfTensor": from dtype and device
             return ConstantVariable(torch.empty(0, dtype=self.example_value.dtype, device=self.device).type())
         if name == "type" and len(args) == 1 and not kwargs and args[0].is_python_constant():
-            return self.call_method(tx, "to", [ConstantVariable(tensor_type_dtype(args[0].as_python_constant()))], {})
+            dtype = tensor_type_dtype(args[0].as_python_constant())
+            return self.call_method(tx, "to", [ConstantVariable(dtype)], {})
         if name == "__getitem__":
             return trace_op(tx, "call_function", operator.getitem, [self, *args], kwargs)
         if name == "__setitem__":
@@ -136,7 +137,10 @@ def tensor_type_dtype(name):
     CPU tensor type (``torch.HalfTensor``). A CUDA type name changes the device: Unsupported."""
     if isinstance(name, torch.dtype):
         return name
-    text = name if isinstance(name, str) else f"{getattr(name, '__module__', '')}.{getattr(name, '__name__', '')}"
+    if isinstance(name, str):
+        text = name
+    else:
+        text = f"{getattr(name, '__module__', '')}.{getattr(name, '__name__', '')}"
     if "cuda" in text:
         unsupported(f"Tensor.type({text}) (it changes the device)")
     return fold(lambda: torch.empty(0).type(text).dtype)
