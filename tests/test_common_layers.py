@@ -242,7 +242,9 @@ OPS = {
                                          lambda: (randn(10, 5), torch.tensor([1, 4, 7, 0, 9]))),
     # complex tensors: no prims for them, the aten ops run as they are
     "complex_and_fft": (lambda x: torch.fft.rfft(x).abs() + x.to(torch.complex64).real.sum(), lambda: (randn(4, 8),)),
-    "index_select_of_a_0d_tensor": (lambda x: torch.index_select(x, 0, torch.tensor([0])) * 3, lambda: (torch.tensor(2.5),)),
+    # (the method: torch_geometric replaces torch.index_select with a wrapper that rejects 0-d input)
+    "index_select_of_a_0d_tensor": (lambda x: x.index_select(0, torch.tensor([0])) * 3,
+                                    lambda: (torch.tensor(2.5),)),
     "unfold_diagonal": (lambda x: x.unfold(1, 3, 2).sum(-1) + torch.diagonal(x, 1).sum(), lambda: (randn(4, 7),)),
 }
 

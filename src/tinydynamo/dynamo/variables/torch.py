@@ -64,11 +64,14 @@ def is_torch_callable(value):
         return False
     if isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch.library.CustomOpDef)):
         return True
+    module = getattr(value, "__module__", None) or ""
+    if isinstance(value, types.FunctionType) and not (module == "torch" or module.startswith("torch.")):
+        return False  # a library's Python function put in torch's namespace (torch_geometric's
+        # index_select): traced as the user code it is, down to torch's own function
     if id(value) in _torch_namespace_ids():
         return True
     if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co
         return True
-    module = getattr(value, "__module__", None) or ""
     is_function = isinstance(value, (types.FunctionType, types.BuiltinFunctionType,
                                      types.MethodDescriptorType, types.WrapperDescriptorType))
     return is_function and (module == "torch" or module.startswith("torch."))
