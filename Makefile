@@ -31,7 +31,7 @@ pytest: install
 # Then the table that chapter 5 renders (book/data/real_models.json).
 test-models: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -m slow_models tests/models
-	HF_HUB_OFFLINE=1 $(PY) -m tinydynamo.testing.real_model_check --out book/data/real_models.json
+	HF_HUB_OFFLINE=1 $(PY) tests/models/real_model_check.py --out book/data/real_models.json
 
 # The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13; 3.11 runs in pytest.
 test-hook: install

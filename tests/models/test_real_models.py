@@ -14,7 +14,7 @@ import torch_geometric  # noqa: F401
 import transformers  # noqa: F401
 
 import tinydynamo
-from tinydynamo.testing.real_model_check import (VARIANTS, check_forward, check_train, explain_counts,
+from real_model_check import (VARIANTS, check_forward, check_train, explain_counts,
                                                  reset_compilers, run_forward, run_train)
 from tinydynamo.testing.real_models import REAL_MODELS
 

@@ -5,7 +5,7 @@ plays that part for tinydynamo: the same architectures, built from ``transformer
 ``diffusers`` and ``torch_geometric`` with tiny configs (hidden size at most 64, at most 2
 layers, vocabulary at most 1000, batch 2, sequence 16, images of 32 or 64 px) and random weights, so
 nothing is downloaded. Book chapter 5 (graph breaks) renders the table that
-``python -m tinydynamo.testing.real_model_check`` makes from it.
+``tests/models/real_model_check.py`` makes from it.
 
 Each entry is a :class:`RealModel`::
 

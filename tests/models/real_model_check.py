@@ -1,6 +1,6 @@
 """Check tinydynamo against eager on the real models of ``real_models`` (book chapter 5's table).
 
-    python -m tinydynamo.testing.real_model_check [--models gpt2,bert] [--fast] [--jobs 2]
+    python tests/models/real_model_check.py [--models gpt2,bert] [--fast] [--jobs 2]
         [--out rows.json] [--markdown table.md] [--compile-time] [--strict] [--timeout 600]
 
 For every model and every variant in ``VARIANTS`` (tinydynamo's frontend with each of its
@@ -37,7 +37,7 @@ import torch._dynamo  # noqa: E402
 
 import tinydynamo  # noqa: E402
 
-from .real_models import REAL_MODELS, outputs_to_tensors  # noqa: E402
+from tinydynamo.testing.real_models import REAL_MODELS, outputs_to_tensors  # noqa: E402
 
 VARIANTS = {  # name -> how to compile a module
     "eager": lambda m: tinydynamo.compile(m, backend="eager"),
@@ -276,7 +276,7 @@ def failure_reason(cell):
 def run_in_subprocess(name, variants, compile_time, strict, timeout):
     with tempfile.TemporaryDirectory() as tmp:
         row_file = os.path.join(tmp, "row.json")
-        command = [sys.executable, "-m", __spec__.name, "--worker", name, "--row-file", row_file,
+        command = [sys.executable, os.path.abspath(__file__), "--worker", name, "--row-file", row_file,
                    "--variants", ",".join(variants)] + (["--compile-time"] if compile_time else [])
         env = dict(os.environ, TRANSFORMERS_VERBOSITY="error")
         if strict:
