@@ -10,7 +10,7 @@ import torch
 
 import tinydynamo
 from tinydynamo.course import a02
-from tinydynamo.dynamo import convert_frame, eval_frame
+from tinydynamo.dynamo import convert_frame, eval_frame, trace_rules
 from tinydynamo.dynamo.convert_frame import ConvertFrame
 from tinydynamo.testing.models import MLP
 from tinydynamo.utils import counters
@@ -39,7 +39,7 @@ def test_the_solution_makes_the_reference_skip_decisions(solution):
     codes = a02.skip_examples() + a02.skip_corpus()
     assert len(codes) > 35
     assert a02.check_skip_decisions(solution["skip_reason"], codes) == []
-    decisions = {a02.describe(code): convert_frame.skip_reason(code) is None for code in codes}
+    decisions = {a02.describe(code): trace_rules.skip_reason(code) is None for code in codes}
     assert 10 < sum(decisions.values()) < len(codes) - 10, "both decisions are well represented"
 
 
@@ -213,12 +213,12 @@ def test_counting_other_owners_entries_gives_up_too_early(solution):
 
 # --------------------------------------------------------------------------- the swap-in
 def test_the_reference_comes_back_even_when_the_block_raises(solution):
-    reference_call, reference_skip = ConvertFrame.__call__, convert_frame.skip_reason
+    reference_call, reference_skip = ConvertFrame.__call__, trace_rules.skip_reason
     with pytest.raises(ZeroDivisionError):
         with a02.swapped_in(solution["skip_reason"], solution["lookup"], solution["on_cache_miss"]):
             assert eval_frame.get_cache_entries is not eval_frame.HOOK.get_cache_entries
             1 / 0
-    assert ConvertFrame.__call__ is reference_call and convert_frame.skip_reason is reference_skip
+    assert ConvertFrame.__call__ is reference_call and trace_rules.skip_reason is reference_skip
     assert ConvertFrame.convert.__name__ == "convert"
     assert eval_frame.HAS_C_HOOK and eval_frame.get_cache_entries is eval_frame.HOOK.get_cache_entries
     x = torch.randn(3)

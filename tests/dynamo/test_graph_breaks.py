@@ -22,7 +22,7 @@ from torch._dynamo import symbolic_convert as torch_symbolic_convert
 
 import tinydynamo
 import tinydynamo.dynamo as dynamo
-from tinydynamo.dynamo import convert_frame, eval_frame
+from tinydynamo.dynamo import convert_frame, eval_frame, trace_rules
 from tinydynamo.dynamo.bytecode import decode
 from tinydynamo.dynamo.resume_execution import ContinueExecutionCache, live_locals
 
@@ -449,7 +449,7 @@ def makes_points(t):
 def test_generated_code_is_skipped_and_does_not_fill_the_cache(recwarn):
     torch.testing.assert_close(dynamo.compile(makes_points, backend="eager")(torch.ones(2)),
                                makes_points(torch.ones(2)))
-    assert convert_frame.skip_reason(Point.__init__.__code__) == "generated code"
+    assert trace_rules.skip_reason(Point.__init__.__code__) == "generated code"
     assert eval_frame.is_skipped(Point.__init__.__code__)
     assert not [w for w in recwarn if "cache_size_limit" in str(w.message)]
 
@@ -469,7 +469,7 @@ def code_in(filename, name="f"):
     ("/tmp/ipykernel_4242/1234.py", None),  # a notebook cell
 ])
 def test_skip_rules(filename, reason):
-    assert convert_frame.skip_reason(code_in(filename)) == reason
+    assert trace_rules.skip_reason(code_in(filename)) == reason
 
 
 def test_skip_rules_for_real_files():
@@ -477,11 +477,11 @@ def test_skip_rules_for_real_files():
 
     _distutils_hack = pytest.importorskip("_distutils_hack")  # setuptools' import hook
 
-    assert convert_frame.skip_reason(_distutils_hack.DistutilsMetaFinder.find_spec.__code__) is not None
-    assert convert_frame.skip_reason(json.dumps.__code__) == "the standard library"
-    assert convert_frame.skip_reason(np.testing.assert_allclose.__code__) == "the installed package numpy"
-    assert convert_frame.skip_reason(torch.nn.Linear.forward.__code__) is None
-    assert convert_frame.skip_reason(print_between.__code__) is None
+    assert trace_rules.skip_reason(_distutils_hack.DistutilsMetaFinder.find_spec.__code__) is not None
+    assert trace_rules.skip_reason(json.dumps.__code__) == "the standard library"
+    assert trace_rules.skip_reason(np.testing.assert_allclose.__code__) == "the installed package numpy"
+    assert trace_rules.skip_reason(torch.nn.Linear.forward.__code__) is None
+    assert trace_rules.skip_reason(print_between.__code__) is None
 
 
 def imports_a_fresh_module(x):

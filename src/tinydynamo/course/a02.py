@@ -40,7 +40,7 @@ import torch
 import tinydynamo
 
 from .. import config
-from ..dynamo import convert_frame, eval_frame
+from ..dynamo import convert_frame, eval_frame, trace_rules
 from ..dynamo.convert_frame import ConvertFrame
 from ..dynamo.eval_frame import OptimizedModule, with_callback
 from ..dynamo.guards import GuardBuilder
@@ -159,7 +159,7 @@ def refusing_generators(convert):
     generator or crashes the interpreter, so a missed skip must end as a clear error."""
 
     def convert_unless_generator(callback, func, args, code, entries):
-        if code.co_flags & convert_frame.GENERATOR_FLAGS:
+        if code.co_flags & trace_rules.GENERATOR_FLAGS:
             raise LearnerError(f"the callback went on to translate {describe(code)}, a generator "
                                "function: skip_reason must skip it, and on_cache_miss must not translate it")
         return convert(callback, func, args, code, entries)
@@ -175,14 +175,14 @@ def swapped_in(skip_reason=None, lookup=None, on_cache_miss=None):
     block raises."""
     if lookup is not None and _C is None:
         raise RuntimeError("grading lookup needs the C extension: run `make install`")
-    reference_call, reference_skip = ConvertFrame.__call__, convert_frame.skip_reason
+    reference_call, reference_skip = ConvertFrame.__call__, trace_rules.skip_reason
     reference_convert = ConvertFrame.convert
     tinydynamo.reset()
     try:
         with config.patch(suppress_errors=False, strict=True):
             ConvertFrame.convert = refusing_generators(reference_convert)
             if skip_reason is not None:
-                convert_frame.skip_reason = reported(skip_reason, "skip_reason")
+                trace_rules.skip_reason = reported(skip_reason, "skip_reason")
             if on_cache_miss is not None:
                 ConvertFrame.__call__ = learner_miss_path(reported(on_cache_miss, "on_cache_miss"))
             if lookup is not None:
@@ -190,7 +190,7 @@ def swapped_in(skip_reason=None, lookup=None, on_cache_miss=None):
                 ConvertFrame.__call__ = hook_in_python(reported(lookup, "lookup"), ConvertFrame.__call__)
             yield
     finally:
-        ConvertFrame.__call__, convert_frame.skip_reason = reference_call, reference_skip
+        ConvertFrame.__call__, trace_rules.skip_reason = reference_call, reference_skip
         ConvertFrame.convert = reference_convert
         tinydynamo.reset()
         eval_frame.use_hook(eval_frame.HOOK)
@@ -293,7 +293,7 @@ def check_skip_decisions(skip_reason, codes):
     """The learner skips exactly the codes the reference skips (any reason text will do)."""
     failures = []
     for code in codes:
-        expected = convert_frame.skip_reason(code)
+        expected = trace_rules.skip_reason(code)
         try:
             got = skip_reason(code)
         except Exception as e:  # noqa: BLE001 - reported per code object

@@ -17,6 +17,7 @@ creates the resume function that continues the frame.
 import sys
 
 from .bytecode import create_instruction
+from .variables import ConstDictVariable, DataClassVariable, ListVariable, NewObjectVariable
 
 PY312 = sys.version_info >= (3, 12)
 
@@ -111,7 +112,5 @@ class PyCodegen:
 
 def has_identity(var):
     """A list, dict or object that the frame built: two references to it must stay one object."""
-    from .variables import ConstDictVariable, DataClassVariable, ListVariable, NewObjectVariable
-
     return isinstance(var, (ListVariable, ConstDictVariable, DataClassVariable, NewObjectVariable)) \
         and var.source is None

@@ -4,9 +4,8 @@
 The frame hook calls a ``ConvertFrame`` object (one per compiled wrapper) with the function and
 the frame's argument values when no cache entry of this callback accepts the frame. It
 
-1. skips code that must never be compiled (torch, tinydynamo, the standard library, installed
-   packages that do not compute with tensors, code made by exec/eval such as dataclass
-   ``__init__`` methods, generators, comprehension bodies): ``set_skip`` makes the hook ignore it;
+1. skips code that must never be compiled (``trace_rules.skip_reason``: torch, tinydynamo, the
+   standard library, generators...): ``set_skip`` makes the hook ignore it;
 2. translates the frame (``translate``): trace, compile the graph, build guards and new code;
 3. appends ``(self, guard, new_code)`` to the code object's cache and returns ``new_code``,
    which the hook runs in place of the frame.
@@ -22,89 +21,24 @@ import dataclasses
 import dis
 import inspect
 import io
-import os
-import sysconfig
 import warnings
 import weakref
 
 import torch
 
-import tinydynamo
-
 from .. import config
+from ..backends import lookup_backend
 from .._logging import trace_artifact
 from ..utils import counters
-from . import eval_frame
+from . import eval_frame, trace_rules
 from .bytecode import assemble
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
 from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
-from .output_graph import OutputGraph
+from .output_graph import OutputGraph, installed_globals
 from .resume_execution import ContinueExecutionCache
-from .symbolic_convert import InstructionTranslator
-
-GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
-    inspect.CO_ITERABLE_COROUTINE
-SKIPPED_NAMES = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<module>")
-# Code made by exec/eval (dataclass __init__, namedtuple __new__, FX, guards) and frozen modules.
-SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen", "<string>")
-# Installed packages whose frames are never compiled, as in Dynamo's skip list: libraries that
-# do not compute with tensors, and the tools around a program (packaging, test runners,
-# notebooks). Other installed packages (model libraries) are compiled like user code.
-SKIPPED_PACKAGES = frozenset({
-    "_distutils_hack", "setuptools", "pkg_resources", "pip", "importlib_metadata", "typing_extensions",
-    "numpy", "scipy", "pandas", "sklearn", "sympy", "mpmath", "networkx", "hypothesis", "tqdm", "tabulate",
-    "pytest", "_pytest", "pluggy", "IPython", "ipykernel", "jupyter_client", "jupyter_core", "traitlets",
-    "tornado", "zmq", "comm", "debugpy", "nbformat", "nbclient", "nbconvert", "nbgrader", "myst_nb",
-    "jupyter_book", "sphinx", "docutils", "jinja2", "markupsafe", "triton", "filelock", "fsspec",
-    "matplotlib", "PIL", "onnx", "onnxruntime", "tensorflow", "omegaconf", "dateutil", "anyio",
-    "psutil", "packaging", "platformdirs", "pygments", "prompt_toolkit", "jedi", "parso",
-    "executing", "asttokens", "stack_data", "decorator", "nest_asyncio", "ipywidgets",
-})
-TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-TORCH_MODULES_DIR = os.path.join(TORCH_DIR, "nn", "modules") + os.sep
-TINYDYNAMO_DIR = os.path.dirname(tinydynamo.__file__) + os.sep
-# tinydynamo's own user-level code: the model zoo, benchmark workloads, assignment corpora.
-USER_CODE_DIRS = tuple(os.path.join(TINYDYNAMO_DIR, d) + os.sep for d in ("testing", "bench", "course"))
-STDLIB_DIRS = tuple({sysconfig.get_paths()["stdlib"] + os.sep, sysconfig.get_paths()["platstdlib"] + os.sep})
+from .symbolic_convert import InstructionTranslator, decoded
 
 touched_codes = weakref.WeakSet()  # every code object whose co_extra we wrote (for reset)
-
-
-def skip_reason(code):
-    """Why frames of ``code`` are never compiled, or None."""
-    file = code.co_filename
-    if code.co_flags & GENERATOR_FLAGS:
-        return "generators and coroutines are not compiled"
-    if code.co_name in SKIPPED_NAMES:
-        return f"{code.co_name} code"
-    if file.startswith(TORCH_MODULES_DIR) and ContinueExecutionCache.original(code, 0)[0].co_name == "forward":
-        return None  # the forward of torch.nn's own modules, called on their own (or its resume functions)
-    return library_file(file)
-
-
-def library_file(file):
-    """Why code in ``file`` is not the user's own (torch, the standard library...), or None."""
-    if file.startswith(SKIPPED_PREFIXES):
-        return "generated code"
-    if file.startswith(TORCH_DIR):
-        return "torch"
-    if file.startswith(TINYDYNAMO_DIR) and not file.startswith(USER_CODE_DIRS):
-        return "tinydynamo"
-    if file.startswith(STDLIB_DIRS) and "site-packages" not in file:
-        return "the standard library"
-    if installed_package(file) in SKIPPED_PACKAGES:
-        return f"the installed package {installed_package(file)}"
-    return None
-
-
-def installed_package(file):
-    """The top-level package an installed file belongs to (``numpy`` for
-    ``.../site-packages/numpy/core/x.py``), or None for a file outside site-packages."""
-    parts = file.split(os.sep)
-    for i, part in enumerate(parts[:-1]):
-        if part in ("site-packages", "dist-packages"):
-            return parts[i + 1].removesuffix(".py")
-    return None
 
 
 def num_args(code):
@@ -218,14 +152,12 @@ class ConvertFrame:
         self.warned = weakref.WeakSet()
 
     def resolve_backend(self):
-        from ..backends import lookup_backend
-
         return lookup_backend(self.backend)
 
     def __call__(self, func, args):
         counters["frames_seen"] += 1
         code = func.__code__
-        if skip_reason(code) is not None:
+        if trace_rules.skip_reason(code) is not None:
             eval_frame.set_skip(code)
             touched_codes.add(code)
             return None
@@ -359,9 +291,6 @@ def remove_entry(entries, entry):
 
 def reset():
     """Forget every compiled frame, skip mark, resume function, installed global and counter."""
-    from .output_graph import installed_globals
-    from .symbolic_convert import decoded
-
     for code in list(touched_codes):
         eval_frame.clear_code(code)
     touched_codes.clear()

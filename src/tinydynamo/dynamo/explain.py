@@ -8,8 +8,9 @@ source of each guard function.
 """
 import dataclasses
 
-from .convert_frame import ConvertFrame, library_file
+from .convert_frame import ConvertFrame
 from .eval_frame import root_codes, with_callback
+from .trace_rules import library_file
 
 
 @dataclasses.dataclass

@@ -41,6 +41,7 @@ from .variables import (
 )
 from .variables.dicts import DictViewVariable
 from .variables.lists import BaseListVariable
+from .variables.tensor import INPLACE_OPERATORS
 
 _compiled_fn_ids = itertools.count()
 # (globals dict, name) of everything installed in user globals, removed by tinydynamo.reset().
@@ -243,8 +244,6 @@ class OutputGraph:
 
 
 def is_mutation(node):
-    from .variables.tensor import INPLACE_OPERATORS
-
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
     return node.target in INPLACE_OPERATORS or (name.endswith("_") and not name.startswith("_")) \
         or node.kwargs.get("inplace") is True

@@ -9,6 +9,7 @@ after the graph has run: it writes the new contents of each list and dict back i
 object, and assigns each attribute. Every new value is rebuilt before the first write, so no
 value is read back from an object that was already overwritten.
 """
+from .variables import ConstDictVariable
 
 
 class SideEffects:
@@ -71,15 +72,11 @@ class SideEffects:
 
 
 def contents(var):
-    from .variables import ConstDictVariable
-
     return list(var.items.values()) if isinstance(var, ConstDictVariable) else list(var.items)
 
 
 def build_copy(codegen, var):
     """Push a new list or dict holding what ``var`` holds now."""
-    from .variables import ConstDictVariable
-
     if isinstance(var, ConstDictVariable):
         for key, value in var.items.items():
             codegen.load_const(key)
@@ -93,8 +90,6 @@ def build_copy(codegen, var):
 
 def write_contents(codegen, var, local):
     """``obj[:] = new`` for a list; ``obj.clear(); obj.update(new)`` for a dict."""
-    from .variables import ConstDictVariable
-
     if isinstance(var, ConstDictVariable):
         for method, args in (("clear", ()), ("update", (local,))):
             codegen.push_null()

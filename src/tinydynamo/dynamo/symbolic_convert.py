@@ -26,7 +26,6 @@ import importlib.util
 import inspect
 import linecache
 import operator
-import os
 import sys
 import types
 
@@ -35,6 +34,7 @@ import torch
 from .._logging import trace_artifact
 from ..utils import counters
 from .bytecode import TERMINATORS, ExceptionTableEntry, _stack_effect, decode, is_jump
+from . import trace_rules
 from .codegen import PyCodegen
 from .. import config
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported, internal_error, unsupported
@@ -76,16 +76,6 @@ BINARY_OPS = [
 ]
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                ">": operator.gt, ">=": operator.ge}
-TORCH_DIR = os.path.dirname(torch.__file__) + os.sep  # (with the separator: not torch_geometric/)
-# torch's Python code that is traced into: nn.Module forwards, the decorators that wrap a user's
-# function (``@torch.no_grad()``), and parametrizations (weight norm) that compute a weight.
-INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules", ""),
-                         os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
-                         os.path.join(TORCH_DIR, "autograd", "grad_mode.py"),
-                         os.path.join(TORCH_DIR, "nn", "utils", "parametrize.py"),
-                         os.path.join(TORCH_DIR, "nn", "utils", "parametrizations.py"))
-
-
 @functools.lru_cache(maxsize=1024)
 def decoded(code):
     return tuple(decode(code))
@@ -174,13 +164,19 @@ class InstructionTranslatorBase:
     def jump(self, inst):
         self.instruction_pointer = self.indexof[inst.target]
 
+    def build(self, value, source=None):
+        """The tracker for a real Python value, read from ``source`` (guarded) or, with no source,
+        known at trace time. Trackers wrap the values they reach through here: only the builder
+        knows every tracker type."""
+        return VariableBuilder(self, source)(value)
+
     def call_builtin(self, fn, *args):
         return BuiltinVariable(fn).call_function(self, list(args), {})
 
     def load_local(self, name):
         if name in self.unread_args:
             source = LocalSource(name)
-            self.symbolic_locals[name] = VariableBuilder(self, source)(self.unread_args.pop(name))
+            self.symbolic_locals[name] = self.build(self.unread_args.pop(name), source)
         if name not in self.symbolic_locals:
             unsupported(f"UnboundLocalError at trace time: {name!r} is read before it is assigned")
         return self.symbolic_locals[name]
@@ -189,9 +185,9 @@ class InstructionTranslatorBase:
         if self.f_globals is self.output.root_globals and name in self.output.global_writes:
             return self.output.global_writes[name]
         if name in self.f_globals:
-            return VariableBuilder(self, self.global_source(name))(self.f_globals[name])
+            return self.build(self.f_globals[name], self.global_source(name))
         if name in self.f_builtins:
-            return VariableBuilder(self, None)(self.f_builtins[name])
+            return self.build(self.f_builtins[name])
         unsupported(f"NameError at trace time: name {name!r} is not defined")
 
     def global_source(self, name):
@@ -216,10 +212,8 @@ class InstructionTranslatorBase:
         code = fn.get_code()
         if self.depth >= MAX_INLINE_DEPTH:
             unsupported(f"calls nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
-        if code.co_filename.startswith(TORCH_DIR) and not code.co_filename.startswith(INLINABLE_TORCH_FILES):
-            unsupported(f"calling torch's internal Python function {code.co_qualname}")
-        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
-            unsupported(f"calling the coroutine {code.co_qualname}")
+        if trace_rules.inline_refusal(code) is not None:
+            unsupported(trace_rules.inline_refusal(code))
         bound = fn.bind_args(self, args, kwargs)
         translator = InliningGeneratorInstructionTranslator if code.co_flags & inspect.CO_GENERATOR \
             else InliningInstructionTranslator
@@ -611,7 +605,7 @@ class InstructionTranslatorBase:
             unsupported(f"import {inst.argval} inside the compiled function (not imported yet)")
         name = full_name if fromlist or level else full_name.partition(".")[0]
         source = None if is_trusted_module(name) else self.output.import_source(name)
-        self.push(VariableBuilder(self, source)(sys.modules[name]))
+        self.push(self.build(sys.modules[name], source))
 
     def IMPORT_FROM(self, inst):
         self.push(self.stack[-1].var_getattr(self, inst.argval))

@@ -1,10 +1,14 @@
 """VariableTrackers: the values the symbolic interpreter works with (book chapter 3).
 
-Reading order: ``base`` (the interface), ``constant``, ``tensor`` (how ops become graph
-nodes), ``lists``/``dicts``/``sets``, ``builtin`` (operators and builtins), ``functions`` (inlining),
-``nn_module``, ``torch``, ``misc``, and ``builder`` (wrapping inputs, installing guards).
+Reading order, which is also the order of imports (each module imports only the ones before
+it): ``base`` (the interface), ``constant``, ``lists``/``dicts``/``sets``, ``functions``
+(inlining), ``tensor`` (how ops become graph nodes), ``ndarray``, ``torch``, ``nn_module``,
+``misc`` (classes, objects, ``super()``), ``builtin`` (operators and builtins), and ``builder``
+(wrapping real values, installing guards). A tracker that must wrap a real value it reached
+(an attribute, a global, a default) asks the translator, ``tx.build(value, source)``, and the
+builder picks the tracker type: so no tracker module imports the builder or a later module.
 """
-from .base import NullVariable, UnboundVariable, VariableTracker
+from .base import GetAttrVariable, NullVariable, UnboundVariable, VariableTracker
 from .builder import VariableBuilder
 from .builtin import BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, wrap_constant
@@ -21,7 +25,6 @@ from .functions import (
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import (
     DataClassVariable,
-    GetAttrVariable,
     NewObjectVariable,
     PythonModuleVariable,
     SuperVariable,

@@ -11,6 +11,8 @@ installed when it was built (see ``builder.py``), that is, when the bytecode fir
 Trackers are not frozen: a ``ListVariable`` built inside the frame is mutated in place by
 ``append``, exactly as the Python list would be, so aliasing behaves as it does in Python.
 """
+import types
+
 from ..exc import Unsupported, unsupported
 
 
@@ -41,8 +43,6 @@ class VariableTracker:
 
     def var_getattr(self, tx, name):
         """Methods of the modelled type become a GetAttrVariable, called through call_method."""
-        from .misc import GetAttrVariable
-
         try:
             cls = self.python_type()
         except Unsupported:
@@ -55,8 +55,6 @@ class VariableTracker:
         unsupported(f"calling {self}")
 
     def call_method(self, tx, name, args, kwargs):
-        from .misc import GetAttrVariable
-
         method = self.var_getattr(tx, name)
         if isinstance(method, GetAttrVariable) and method.obj is self:
             # var_getattr only wrapped the name: no subclass knows how to run this method.
@@ -99,3 +97,24 @@ class NullVariable(VariableTracker):
 
 class UnboundVariable(VariableTracker):
     """What 3.12's LOAD_FAST_AND_CLEAR pushes for a local that had no value."""
+
+
+class GetAttrVariable(VariableTracker):
+    """A bound method not called yet: calling it is ``obj.call_method(name, ...)``."""
+
+    def __init__(self, obj, name):
+        super().__init__()
+        self.obj = obj
+        self.name = name
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def python_type(self):
+        return types.MethodType
+
+    def reconstruct(self, codegen):
+        self.obj.reconstruct_attribute(codegen, self.name)
+
+    def __repr__(self):
+        return f"GetAttrVariable({self.obj!r}.{self.name})"

@@ -19,11 +19,12 @@ import operator
 
 from ..exc import Unsupported, unsupported
 from ..guards import Guard
-from .base import NullVariable, VariableTracker
+from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable
+from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import GetAttrVariable, UserDefinedObjectVariable
+from .misc import SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import TensorVariable, trace_op
@@ -155,8 +156,6 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
 
     def call_type(self, tx, obj):
-        from .misc import TypeVariable
-
         return TypeVariable(obj.python_type())
 
     def call_range(self, tx, *args):
@@ -337,8 +336,6 @@ class BuiltinVariable(VariableTracker):
     def call_signature(self, tx, fn):
         """inspect.signature of a function known at trace time: a constant (a method's
         signature drops its first parameter, as a bound method's does)."""
-        from .functions import UserFunctionVariable, UserMethodVariable
-
         if isinstance(fn, UserMethodVariable):
             signature = fold(inspect.signature, fn.fn)
             return ConstantVariable(signature.replace(parameters=list(signature.parameters.values())[1:]))
@@ -347,8 +344,6 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(fold(inspect.signature, fn.python_object()))
 
     def call_super(self, tx, *args):
-        from .misc import SuperVariable
-
         if not args:
             return tx.zero_arg_super()
         return SuperVariable(args[0].as_python_constant(), args[1])

@@ -11,7 +11,7 @@ import types
 import torch
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 
 CONSTANT_TYPES = (
     int, float, bool, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
@@ -51,8 +51,6 @@ class ConstantVariable(VariableTracker):
     def var_getattr(self, tx, name):
         attr = fold(getattr, self.value, name)
         if callable(attr):
-            from .misc import GetAttrVariable
-
             return GetAttrVariable(self, name)
         return wrap_constant(attr)
 
@@ -84,21 +82,15 @@ class SliceVariable(ConstantVariable):
     """A ``slice`` with constant bounds, as in ``x[1:-1]``."""
 
 
+# {container type: function making its tracker from a constant value}. Each container module
+# (lists, dicts, sets) registers its own, so this module needs none of them.
+CONTAINER_TRACKERS = {}
+
+
 def wrap_constant(value):
     """The tracker for a constant computed at trace time (containers get container trackers)."""
-    from .dicts import ConstDictVariable
-    from .lists import ListVariable, TupleVariable
-
-    if type(value) is tuple:
-        return TupleVariable([wrap_constant(v) for v in value])
-    if type(value) is list:
-        return ListVariable([wrap_constant(v) for v in value])
-    if type(value) in (dict, types.MappingProxyType):  # a mappingproxy: Signature.parameters
-        return ConstDictVariable({k: wrap_constant(v) for k, v in value.items()})
-    if type(value) in (set, frozenset) and not is_constant_value(value):
-        from .sets import SetVariable
-
-        return SetVariable([wrap_constant(v) for v in value], frozen=type(value) is frozenset)
+    if type(value) in CONTAINER_TRACKERS:
+        return CONTAINER_TRACKERS[type(value)](value)
     if type(value) is range:
         return RangeVariable(value)
     if type(value) is slice:

@@ -4,10 +4,11 @@
 mutated in place, and a dict from the caller is also written back after the graph.
 """
 import collections
+import types
 
 from ..exc import unsupported
 from .base import VariableTracker
-from .constant import ConstantVariable, fold, wrap_constant
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
 from .lists import TupleVariable
 
 
@@ -122,6 +123,14 @@ class ConstDictVariable(VariableTracker):
 
     def __repr__(self):
         return f"ConstDictVariable({self.items!r})"
+
+
+def wrap_constant_dict(value):
+    return ConstDictVariable({k: wrap_constant(v) for k, v in value.items()})
+
+
+CONTAINER_TRACKERS[dict] = wrap_constant_dict
+CONTAINER_TRACKERS[types.MappingProxyType] = wrap_constant_dict  # Signature.parameters
 
 
 class DictViewVariable(VariableTracker):

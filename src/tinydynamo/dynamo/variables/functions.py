@@ -11,6 +11,9 @@ When the frame calls a Python function, Dynamo does not call it: it binds the ar
 - ``NestedUserFunctionVariable``: a function created by MAKE_FUNCTION while tracing (a closure,
   a lambda, 3.11's list comprehensions); its defaults and cells are trackers.
 - ``CellVariable``: one closure cell.
+
+``static_attribute`` is Python's attribute lookup on an object (instance dict, then the class's
+functions, properties, static and class methods), done without running user code.
 """
 import functools
 import inspect
@@ -18,8 +21,10 @@ import types
 
 from ..exc import unsupported
 from ..source import AttrSource, ClosureSource, GetItemSource
-from .base import VariableTracker
-from .constant import ConstantVariable
+from .base import GetAttrVariable, VariableTracker
+from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
+from .dicts import ConstDictVariable
+from .lists import TupleVariable
 
 
 class CellVariable(VariableTracker):
@@ -36,9 +41,8 @@ class CellVariable(VariableTracker):
                 value = self.real_cell.cell_contents
             except ValueError:
                 unsupported("reading a free variable before it is assigned")
-            from .builder import VariableBuilder
 
-            self.contents = VariableBuilder(tx, self.source)(value)
+            self.contents = tx.build(value, self.source)
         if self.contents is None:
             unsupported("reading a free variable before it is assigned")
         return self.contents
@@ -104,10 +108,12 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))  # fixed for this (ID_MATCHed) function
         if self.source is not None and hasattr(self.fn, name):  # __defaults__, __wrapped__...
-            from .builder import VariableBuilder
-
-            return VariableBuilder(tx, AttrSource(self.source, name))(getattr(self.fn, name))
+            return tx.build(getattr(self.fn, name), AttrSource(self.source, name))
         unsupported(f"attribute {name!r} of function {self.fn.__qualname__}")
+
+    def bind(self, obj):
+        """The function looked up on a class through an instance: a method bound to ``obj``."""
+        return UserMethodVariable(self.fn, obj, self.source)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.fn.__qualname__})"
@@ -229,8 +235,6 @@ class LruCacheVariable(VariableTracker):
         return self.cached
 
     def call_function(self, tx, args, kwargs):
-        from .constant import fold, is_constant_value, wrap_constant
-
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             result = fold(self.cached, *[a.as_python_constant() for a in args],
                           **{k: v.as_python_constant() for k, v in kwargs.items()})
@@ -243,10 +247,7 @@ def wrap_default(tx, value, source):
     """A default value: read from the function's ``__defaults__`` when the function has a source
     (a default that is an object, such as a registry, is then guarded like any input); constants
     need no source."""
-    from .builder import VariableBuilder
-    from .constant import is_constant_value
-
-    return VariableBuilder(tx, None if is_constant_value(value) else source)(value)
+    return tx.build(value, None if is_constant_value(value) else source)
 
 
 def bind_args(code, fn_name, args, kwargs, defaults, kwdefaults):
@@ -278,11 +279,53 @@ def bind_args(code, fn_name, args, kwargs, defaults, kwdefaults):
     missing = [n for n in positional + kwonly if n not in bound]
     if missing:
         unsupported(f"TypeError at trace time: {fn_name}() missing arguments {missing}")
-    from .dicts import ConstDictVariable
-    from .lists import TupleVariable
-
     if star_args is not None:
         bound[star_args] = TupleVariable(extra)
     if star_kwargs is not None:
         bound[star_kwargs] = ConstDictVariable(extra_kwargs)
     return bound
+
+
+def static_attribute(tx, obj_var, value, name, source):
+    """Look ``name`` up on an object the way Python would, without running user code.
+
+    ``inspect.getattr_static`` finds the raw class or instance attribute; functions become bound
+    methods, properties are inlined, everything else is wrapped as a value read from ``source``.
+    """
+    if name == "__class__":
+        return tx.build(type(value))  # fixed by the TYPE_MATCH (or ID_MATCH) on the object
+    try:
+        attr = inspect.getattr_static(value, name)
+    except AttributeError:
+        getattr_hook = inspect.getattr_static(type(value), "__getattr__", None)
+        if isinstance(getattr_hook, types.FunctionType):  # the class's fallback, traced
+            return UserMethodVariable(getattr_hook, obj_var).call_function(tx, [ConstantVariable(name)], {})
+        unsupported(f"AttributeError at trace time: {type(value).__name__} has no attribute {name!r}")
+    instance_dict = getattr(value, "__dict__", {})
+    if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
+        return tx.build(instance_dict[name], source)
+    on_class = class_attribute_source(obj_var, name)
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(attr, obj_var, source=on_class)
+    if isinstance(attr, property):
+        fget_source = AttrSource(on_class, "fget") if on_class is not None else None
+        return UserFunctionVariable(attr.fget, fget_source).call_function(tx, [obj_var], {})
+    if isinstance(attr, staticmethod):
+        return UserFunctionVariable(attr.__func__)
+    if isinstance(attr, classmethod):
+        return UserMethodVariable(attr.__func__, tx.build(type(value)))
+    if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and source is not None:
+        return tx.build(fold(getattr, value, name), source)  # a slot or C field: no user code
+    if callable(attr) and obj_var.source is not None:
+        return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called
+    if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
+        unsupported(f"the descriptor {type(value).__name__}.{name}")
+    return tx.build(attr, source)
+
+
+def class_attribute_source(obj_var, name):
+    """Where a function defined on an object's class is found again: ``obj.__class__.name``
+    (the sources of its closure cells and defaults hang from it)."""
+    if obj_var.source is None:
+        return None
+    return AttrSource(AttrSource(obj_var.source, "__class__"), name)

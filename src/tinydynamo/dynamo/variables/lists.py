@@ -11,7 +11,7 @@ import torch
 
 from ..exc import unsupported
 from .base import VariableTracker
-from .constant import ConstantVariable, fold
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
 
 
 class BaseListVariable(VariableTracker):
@@ -104,19 +104,13 @@ class TupleVariable(BaseListVariable):
         return getattr(self.tuple_cls, "__match_args__", None) or getattr(self.tuple_cls, "_fields", ())
 
     def var_getattr(self, tx, name):
-        from .functions import UserFunctionVariable, UserMethodVariable
-
         if name in self.fields():
             return self.items[self.fields().index(name)]
         attr = inspect.getattr_static(self.tuple_cls, name, None)
         if self.tuple_cls is not tuple and isinstance(attr, types.FunctionType):  # a NamedTuple's method
-            return UserMethodVariable(attr, self)
-        if isinstance(attr, staticmethod):
-            return UserFunctionVariable(attr.__func__)
-        if isinstance(attr, classmethod):
-            from .misc import TypeVariable
-
-            return UserMethodVariable(attr.__func__, TypeVariable(self.tuple_cls))
+            return tx.build(attr).bind(self)
+        if isinstance(attr, (staticmethod, classmethod)):
+            return tx.build(self.tuple_cls).var_getattr(tx, name)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen):
@@ -183,6 +177,10 @@ class ListVariable(BaseListVariable):
         self.mutable(tx)
         fold(self.items.__delitem__, index.as_python_constant())
         return ConstantVariable(None)
+
+
+CONTAINER_TRACKERS[tuple] = lambda value: TupleVariable([wrap_constant(v) for v in value])
+CONTAINER_TRACKERS[list] = lambda value: ListVariable([wrap_constant(v) for v in value])
 
 
 class ListIteratorVariable(VariableTracker):

@@ -22,86 +22,21 @@ import torch
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
-
-
-class GetAttrVariable(VariableTracker):
-    """A bound method not called yet: calling it is ``obj.call_method(name, ...)``."""
-
-    def __init__(self, obj, name):
-        super().__init__()
-        self.obj = obj
-        self.name = name
-
-    def call_function(self, tx, args, kwargs):
-        return self.obj.call_method(tx, self.name, args, kwargs)
-
-    def python_type(self):
-        return types.MethodType
-
-    def reconstruct(self, codegen):
-        self.obj.reconstruct_attribute(codegen, self.name)
-
-    def __repr__(self):
-        return f"GetAttrVariable({self.obj!r}.{self.name})"
-
-
-def static_attribute(tx, obj_var, value, name, source):
-    """Look ``name`` up on an object the way Python would, without running user code.
-
-    ``inspect.getattr_static`` finds the raw class or instance attribute; functions become bound
-    methods, properties are inlined, everything else is wrapped as a value read from ``source``.
-    """
-    from .builder import VariableBuilder
-    from .functions import UserFunctionVariable, UserMethodVariable
-
-    if name == "__class__":
-        return TypeVariable(type(value))  # fixed by the TYPE_MATCH (or ID_MATCH) on the object
-    try:
-        attr = inspect.getattr_static(value, name)
-    except AttributeError:
-        getattr_hook = inspect.getattr_static(type(value), "__getattr__", None)
-        if isinstance(getattr_hook, types.FunctionType):  # the class's fallback, traced
-            return UserMethodVariable(getattr_hook, obj_var).call_function(tx, [ConstantVariable(name)], {})
-        unsupported(f"AttributeError at trace time: {type(value).__name__} has no attribute {name!r}")
-    instance_dict = getattr(value, "__dict__", {})
-    if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
-        return VariableBuilder(tx, source)(instance_dict[name])
-    on_class = class_attribute_source(obj_var, name)
-    if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(attr, obj_var, source=on_class)
-    if isinstance(attr, property):
-        fget_source = AttrSource(on_class, "fget") if on_class is not None else None
-        return UserFunctionVariable(attr.fget, fget_source).call_function(tx, [obj_var], {})
-    if isinstance(attr, staticmethod):
-        return UserFunctionVariable(attr.__func__)
-    if isinstance(attr, classmethod):
-        return UserMethodVariable(attr.__func__, TypeVariable(type(value)))
-    if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and source is not None:
-        return VariableBuilder(tx, source)(fold(getattr, value, name))  # a slot or C field: no user code
-    if callable(attr) and obj_var.source is not None:
-        return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called
-    if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
-        unsupported(f"the descriptor {type(value).__name__}.{name}")
-    return VariableBuilder(tx, source)(attr)
-
-
-def class_attribute_source(obj_var, name):
-    """Where a function defined on an object's class is found again: ``obj.__class__.name``
-    (the sources of its closure cells and defaults hang from it)."""
-    if obj_var.source is None:
-        return None
-    return AttrSource(AttrSource(obj_var.source, "__class__"), name)
+from .dicts import ConstDictVariable
+from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .nn_module import NewModuleVariable
+from .torch import GradModeVariable, TorchFunctionVariable, constant_constructor
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
     """The values of ``cls(*args, **kwargs)``'s parameters in order, defaults filled in."""
-    from .builder import VariableBuilder
 
     signature = inspect.signature(cls)
     bound = fold(signature.bind, *args, **kwargs).arguments
-    return [bound[name] if name in bound else VariableBuilder(tx, None)(parameter.default)
+    return [bound[name] if name in bound else tx.build(parameter.default)
             for name, parameter in signature.parameters.items()]
 
 
@@ -129,14 +64,9 @@ class TypeVariable(VariableTracker):
         return type(self.cls)
 
     def call_function(self, tx, args, kwargs):
-        from .lists import TupleVariable
-        from .torch import GradModeVariable, constant_constructor
-
         if self.cls in GradModeVariable.CLASSES:
             return GradModeVariable.create(tx, self.cls, args)
         if self.cls is functools.partial:
-            from .functions import FunctoolsPartialVariable
-
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
@@ -147,8 +77,6 @@ class TypeVariable(VariableTracker):
         if is_plain_class(self.cls):
             return NewObjectVariable.create(tx, self.cls, args, kwargs)
         if issubclass(self.cls, torch.nn.Module):
-            from .nn_module import NewModuleVariable
-
             return NewModuleVariable.create(tx, self.cls, args, kwargs)
         unsupported(f"creating an instance of {self.cls.__qualname__} inside the compiled frame")
 
@@ -158,18 +86,13 @@ class TypeVariable(VariableTracker):
             attr = inspect.getattr_static(self.cls, name)
         except AttributeError:
             unsupported(f"AttributeError at trace time: {self.cls.__qualname__} has no attribute {name!r}")
-        from .builder import VariableBuilder
-        from .functions import UserFunctionVariable, UserMethodVariable
-
         if isinstance(attr, staticmethod):
             return UserFunctionVariable(attr.__func__)
         if issubclass(self.cls, torch.autograd.Function) and name == "apply":
-            from .torch import TorchFunctionVariable
-
             return TorchFunctionVariable(self.cls.apply)  # one node; AOT traces its forward and backward
         if isinstance(attr, classmethod):
             return UserMethodVariable(attr.__func__, self)
-        return VariableBuilder(tx, source)(getattr(self.cls, name))
+        return tx.build(getattr(self.cls, name), source)
 
     def __repr__(self):
         return f"TypeVariable({self.cls.__qualname__})"
@@ -190,14 +113,13 @@ class PythonModuleVariable(VariableTracker):
         return types.ModuleType
 
     def var_getattr(self, tx, name):
-        from .builder import VariableBuilder
 
         value = fold(getattr, self.module, name)
         trusted = is_trusted_module(self.module.__name__)
         source = None if trusted or self.source is None else AttrSource(self.source, name)
         if not trusted and source is None:
             unsupported(f"attribute {name!r} of module {self.module.__name__} (no source to guard it)")
-        return VariableBuilder(tx, source)(value)
+        return tx.build(value, source)
 
     def __repr__(self):
         return f"PythonModuleVariable({self.module.__name__})"
@@ -223,8 +145,6 @@ class SuperVariable(VariableTracker):
         self.obj = obj
 
     def var_getattr(self, tx, name):
-        from .functions import UserFunctionVariable, UserMethodVariable
-
         mro = self.obj.python_type().__mro__
         if self.cls not in mro:
             unsupported(f"super({self.cls.__qualname__}, obj): obj is not an instance of it (TypeError)")
@@ -252,8 +172,6 @@ class SuperVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         """``object``'s own ``__getattribute__`` and ``__init__``, and the dict methods, reached
         through super()."""
-        from .constant import ConstantVariable
-
         if name == "__getattribute__" and len(args) == 1 and not kwargs \
                 and isinstance(self.obj, UserDefinedObjectVariable):
             return self.obj.generic_getattr(tx, args[0].as_python_constant())
@@ -338,11 +256,10 @@ class UserDefinedObjectVariable(VariableTracker):
         """An attribute of an object whose class overrides ``__getattribute__`` (transformers'
         configs remap names): read it for real now, and guard the value read, as the guard reads
         it through the same ``__getattribute__``."""
-        from .builder import VariableBuilder
 
         if source is None:
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
-        return VariableBuilder(tx, source)(fold(getattr, self.value, name))
+        return tx.build(fold(getattr, self.value, name), source)
 
     def slot_write(self, tx, slot, name, args):
         """``super().__setattr__(name, value)`` / ``super().__setitem__(key, value)`` from a class
@@ -360,14 +277,11 @@ class UserDefinedObjectVariable(VariableTracker):
     def dict_contents(self, tx):
         """What a dict subclass from the caller holds, as a dict read through ``dict``'s own
         methods (``super().get(key)`` in the subclass): guarded on its keys, read-only."""
-        from .builder import VariableBuilder
-        from .dicts import ConstDictVariable
-
         if self.source is None or self in tx.output.side_effects.item_writes:
             unsupported(f"the contents of a {type(self.value).__name__} with no source, or written to")
         contents = dict.copy(self.value)
         tx.output.add_guard(Guard(self.source, "DICT_KEYS", list(contents)))
-        items = {k: VariableBuilder(tx, GetItemSource(self.source, k))(v) for k, v in contents.items()}
+        items = {k: tx.build(v, GetItemSource(self.source, k)) for k, v in contents.items()}
         return ConstDictVariable(items)
 
     def generic_getattr(self, tx, name):
@@ -377,15 +291,12 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def enum_attribute(self, tx, name):
         """``Color.RED.value``: fixed for a given member, so guard which member it is."""
-        from .builder import VariableBuilder
 
         if self.source is not None:
             tx.output.add_guard(Guard(self.source, "ID_MATCH", self.value))
-        return VariableBuilder(tx, None)(getattr(self.value, name))
+        return tx.build(getattr(self.value, name))
 
     def call_function(self, tx, args, kwargs):
-        from .functions import UserMethodVariable
-
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if not isinstance(call, types.FunctionType):
             unsupported(f"calling a {type(self.value).__name__}")
@@ -395,8 +306,6 @@ class UserDefinedObjectVariable(VariableTracker):
         """Iterate as Python would: a Python ``__iter__`` is traced; a sequence (``__len__`` and
         ``__getitem__``, with no ``__iter__`` or the one of ``collections.abc.Sequence``) is
         indexed from 0 to its length."""
-        from .functions import UserMethodVariable
-
         cls = type(self.value)
         iter_method = inspect.getattr_static(cls, "__iter__", None)
         methods = [inspect.getattr_static(cls, name, None) for name in ("__len__", "__getitem__")]
@@ -466,7 +375,6 @@ class DataClassVariable(VariableTracker):
 
     @classmethod
     def create(cls, tx, klass, args, kwargs):
-        from .builder import VariableBuilder
 
         bound = fold(inspect.signature(klass).bind, *args, **kwargs).arguments
         initial = {}
@@ -474,15 +382,12 @@ class DataClassVariable(VariableTracker):
             if field.name in bound:
                 initial[field.name] = bound[field.name]
             else:
-                initial[field.name] = VariableBuilder(tx, None)(field.default)
+                initial[field.name] = tx.build(field.default)
         return cls(klass, initial)
 
     def first_field_is_iterator(self):
         """ModelOutput's __post_init__ unpacks a first field that holds (key, value) pairs when
         all the other fields are None: any iterable for transformers, a dict for diffusers."""
-        from .dicts import ConstDictVariable
-        from .lists import BaseListVariable, ListIteratorVariable
-
         first, *rest = self.initial.values()
         if not all(is_none(v) for v in rest):
             return False
@@ -534,23 +439,15 @@ class DataClassVariable(VariableTracker):
         return ConstantVariable(None)
 
     def method_to_tuple(self, tx):
-        from .lists import TupleVariable
-
         return TupleVariable(list(self.items.values()))
 
     def method_keys(self, tx):
-        from .lists import ListVariable
-
         return ListVariable([ConstantVariable(k) for k in self.items])
 
     def method_values(self, tx):
-        from .lists import ListVariable
-
         return ListVariable(list(self.items.values()))
 
     def method_items(self, tx):
-        from .lists import ListVariable, TupleVariable
-
         return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
 
     def method_get(self, tx, key, default=None):
@@ -610,8 +507,6 @@ def is_none(var):
 
 def wrap_sequence(value):
     """A tracker, or a list of them (a slice), as a tracker."""
-    from .lists import TupleVariable
-
     return TupleVariable(value) if isinstance(value, list) else value
 
 
@@ -630,8 +525,6 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     @classmethod
     def create(cls, tx, klass, args, kwargs):
-        from .functions import UserMethodVariable
-
         obj = cls(klass)
         if klass.__init__ is object.__init__:
             if args or kwargs:

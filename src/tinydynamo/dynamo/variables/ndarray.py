@@ -16,8 +16,9 @@ import torch._numpy as tnp
 from torch.utils._pytree import tree_map
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, is_constant_value
+from .lists import BaseListVariable
 from .tensor import TensorVariable, trace_op
 
 NUMPY_SUBMODULES = ("linalg", "fft")
@@ -97,8 +98,6 @@ def numpy_op(tx, op, args, kwargs):
 
 
 def as_arrays(var, scalar_if_0d):
-    from .lists import BaseListVariable
-
     if isinstance(var, TensorVariable):
         array = NumpyNdarrayVariable.of(var)
         array.scalar = scalar_if_0d and array.example_value.dim() == 0
@@ -140,8 +139,6 @@ class NumpyNdarrayVariable(TensorVariable):
         return TensorVariable(self.proxy, self.example_value, self.device)
 
     def var_getattr(self, tx, name):
-        from .misc import GetAttrVariable
-
         if name == "dtype":
             unsupported("ndarray.dtype (NumPy dtypes are not traced)")
         if callable(getattr(tnp.ndarray, name, None)):

@@ -18,10 +18,11 @@ import torch
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
-from .functions import UserMethodVariable
-from .misc import GetAttrVariable, static_attribute
+from .functions import UserMethodVariable, static_attribute
+from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .tensor import TensorVariable
 
 SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
 # Methods that walk a module tree, answered from the real module.
@@ -47,7 +48,6 @@ class NNModuleVariable(VariableTracker):
         return GetItemSource(self.source, key)
 
     def var_getattr(self, tx, name):
-        from .builder import VariableBuilder
 
         module, source = self.module, AttrSource(self.source, name)
         pending = tx.output.side_effects.pending_attr(self, name)
@@ -59,7 +59,7 @@ class NNModuleVariable(VariableTracker):
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         for table in ("_parameters", "_buffers", "_modules"):
             if name in module.__dict__.get(table, {}):
-                return VariableBuilder(tx, source)(module.__dict__[table][name])
+                return tx.build(module.__dict__[table][name], source)
         return static_attribute(tx, self, module, name, source)
 
     def call_function(self, tx, args, kwargs):
@@ -91,9 +91,6 @@ class NNModuleVariable(VariableTracker):
         """``modules()``, ``named_parameters()``...: run on the real module, each item wrapped
         with its source (``self.a.b.weight``). The module is ID_MATCHed, and its structure is
         assumed fixed, as Dynamo assumes for the modules it inlines."""
-        from .builder import VariableBuilder
-        from .lists import ListIteratorVariable, TupleVariable
-
         if self.source is None:
             unsupported(f"{name}() of a module created inside the frame")
         consts = [a.as_python_constant() for a in args]
@@ -105,26 +102,21 @@ class NNModuleVariable(VariableTracker):
             source = self.source
             for part in filter(None, path.split(".")):
                 source = AttrSource(source, part)
-            item = VariableBuilder(tx, source)(value)
+            item = tx.build(value, source)
             items.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named_") else item)
         return ListIteratorVariable(items)
 
     def store_attr(self, tx, name, value):
         """``self.flag = value`` in a forward: replayed after the graph (``Module.__setattr__``
         runs then). Tensors, parameters and modules are registered by it: Unsupported."""
-        from .tensor import TensorVariable
-
         if self.source is None or isinstance(value, (TensorVariable, NNModuleVariable)) or any(
                 name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")):
             unsupported(f"assigning attribute {name!r} of {self} (a parameter, buffer or module)")
         tx.output.side_effects.store_attr(self, name, value)
 
     def getitem(self, tx, key):
-        from .builder import VariableBuilder
 
         if isinstance(key, slice) and isinstance(self.module, torch.nn.ModuleList):
-            from .lists import ListVariable  # iterated, indexed and measured as the new ModuleList
-
             return ListVariable([self.getitem(tx, i) for i in range(self.guarded_len(tx))[key]])
         if isinstance(key, slice):
             unsupported(f"slicing a {type(self.module).__name__} (it builds a new module)")
@@ -132,7 +124,7 @@ class NNModuleVariable(VariableTracker):
             self.guarded_keys(tx)
         else:
             key = range(self.guarded_len(tx))[key]  # negative indexes count from the end
-        return VariableBuilder(tx, self.child_source(key))(self.module[key])
+        return tx.build(self.module[key], self.child_source(key))
 
     def guarded_len(self, tx):
         tx.output.add_guard(Guard(self.source, "LENGTH_CHECK", len(self.module)))
@@ -143,8 +135,6 @@ class NNModuleVariable(VariableTracker):
         return list(self.module.keys())
 
     def dict_view(self, tx, name):
-        from .lists import ListVariable, TupleVariable
-
         keys = self.guarded_keys(tx)
         values = [self.getitem(tx, k) for k in keys]
         if name == "keys":
@@ -192,11 +182,10 @@ class NewModuleVariable(NNModuleVariable):
         return cls(module, rebuild)
 
     def var_getattr(self, tx, name):
-        from .builder import VariableBuilder
 
         for table in ("_parameters", "_buffers", "_modules"):
             if name in self.module.__dict__.get(table, {}):
-                return VariableBuilder(tx, None)(self.module.__dict__[table][name])
+                return tx.build(self.module.__dict__[table][name])
         return static_attribute(tx, self, self.module, name, None)
 
     def reconstruct(self, codegen):

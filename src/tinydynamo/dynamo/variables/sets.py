@@ -8,7 +8,7 @@ the iteration order would depend on it).
 """
 from ..exc import unsupported
 from .base import VariableTracker
-from .constant import ConstantVariable, fold, wrap_constant
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_constant_value, wrap_constant
 
 
 class SetVariable(VariableTracker):
@@ -71,3 +71,12 @@ class SetVariable(VariableTracker):
 
     def __repr__(self):
         return f"SetVariable({self.as_python_constant()!r})"
+
+
+def wrap_constant_set(value):
+    if is_constant_value(value):  # a frozenset of constants is itself a constant
+        return ConstantVariable(value)
+    return SetVariable([wrap_constant(v) for v in value], frozen=type(value) is frozenset)
+
+
+CONTAINER_TRACKERS[set] = CONTAINER_TRACKERS[frozenset] = wrap_constant_set

@@ -19,8 +19,10 @@ import torch
 
 from ..exc import unsupported
 from ..source import AttrSource
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
+from .dicts import ConstDictVariable
+from .lists import BaseListVariable, ListVariable, TupleVariable
 
 # Tensor methods whose result depends on the data, or that act outside the graph.
 UNSUPPORTED_METHODS = {
@@ -74,22 +76,16 @@ class TensorVariable(VariableTracker):
         if name == "device":
             return ConstantVariable(self.device)
         if name == "__class__":
-            from .misc import TypeVariable
-
-            return TypeVariable(self.python_cls)
+            return tx.build(self.python_cls)
         if name in ("is_cuda", "is_cpu", "is_meta"):
             return ConstantVariable(self.device.type == name[3:])
         if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)
-            from .builder import VariableBuilder
-
-            return VariableBuilder(tx, AttrSource(self.source, "grad"))(tx.output.real_value(self).grad)
+            return tx.build(tx.output.real_value(self).grad, AttrSource(self.source, "grad"))
         if name in UNSUPPORTED_ATTRIBUTES:
             unsupported(f"Tensor.{name}")
         if name in TENSOR_VALUED_ATTRIBUTES:
             return trace_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if callable(getattr(torch.Tensor, name, None)):
-            from .misc import GetAttrVariable
-
             return GetAttrVariable(self, name)
         if not hasattr(self.example_value, name):
             unsupported(f"AttributeError at trace time: a tensor has no attribute {name!r}")
@@ -99,10 +95,8 @@ class TensorVariable(VariableTracker):
         return wrap_constant(value)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "numpy" and not args and not kwargs:
-            from .ndarray import NumpyNdarrayVariable
-
-            return NumpyNdarrayVariable.of(self)
+        if name == "numpy" and not args and not kwargs:  # torch.Tensor.numpy(x), which torch.py answers
+            return tx.build(torch.Tensor.numpy).call_function(tx, [self], {})
         if name in UNSUPPORTED_METHODS:
             unsupported(UNSUPPORTED_METHODS[name])
         if name == "__len__":
@@ -223,8 +217,6 @@ def wrap_result(tx, proxy, example, device, inputs):
                 item_proxy = tx.output.create_proxy("call_function", operator.getitem, (proxy, i), {})
                 item_proxy.node.meta["example_value"] = item
             items.append(wrap_result(tx, item_proxy, item, device, inputs))
-        from .lists import ListVariable, TupleVariable
-
         return ListVariable(items) if isinstance(example, list) else TupleVariable(items, tuple_cls=type(example))
     if is_constant_value(example):
         return wrap_constant(example)
@@ -272,9 +264,6 @@ def as_example(var):
 def map_trackers(value, leaf_fn):
     """Rebuild nested args (lists, tuples, dicts of trackers) with each tensor mapped by
     ``leaf_fn`` and every other leaf replaced by its Python constant."""
-    from .dicts import ConstDictVariable
-    from .lists import BaseListVariable
-
     if isinstance(value, (list, tuple)):
         return type(value)(map_trackers(v, leaf_fn) for v in value)
     if isinstance(value, dict):
@@ -291,9 +280,6 @@ def map_trackers(value, leaf_fn):
 
 
 def flatten_trackers(value):
-    from .dicts import ConstDictVariable
-    from .lists import BaseListVariable
-
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in flatten_trackers(v)]
     if isinstance(value, dict):

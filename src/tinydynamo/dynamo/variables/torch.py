@@ -18,7 +18,7 @@ import types
 import torch
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .ndarray import NumpyNdarrayVariable
 from .tensor import trace_op
@@ -113,6 +113,8 @@ class TorchFunctionVariable(VariableTracker):
         arrays = [a for a in [*args, *kwargs.values()] if isinstance(a, NumpyNdarrayVariable)]
         if arrays:
             return self.call_with_arrays(tx, args, kwargs, arrays)
+        if self.fn is torch.Tensor.numpy and len(args) == 1 and not kwargs:
+            return NumpyNdarrayVariable.of(args[0])  # x.numpy(): the same graph value, seen as an array
         if is_autograd_function_apply(self.fn):
             return trace_op(tx, "call_function", AutogradFunctionApply(self.fn.__self__), args, kwargs)
         if self.fn is torch.jit.annotate and len(args) == 2:
@@ -195,8 +197,6 @@ class GradModeVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         if name == "__exit__":
-            from .misc import GetAttrVariable
-
             return GetAttrVariable(self, name)
         unsupported(f"attribute {name!r} of a grad mode context manager")
 
