@@ -71,7 +71,7 @@ def assert_same(actual, expected):
     assert type(actual) is type(expected), (type(actual), type(expected))
     if isinstance(expected, torch.Tensor):
         torch.testing.assert_close(actual, expected)
-    elif isinstance(expected, (list, tuple)):
+    elif isinstance(expected, (list, tuple, collections.deque)):
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected):
             assert_same(a, e)

@@ -50,6 +50,7 @@ GUARD_KINDS = (
     "GRAD_MODE",  # torch.is_grad_enabled() as when traced
     "DEFAULT_DTYPE",  # torch.get_default_dtype() as when traced (factory functions use it)
     "AUTOCAST",  # torch.autocast on or off (and its dtype) for each device type, as when traced
+    "STATE_QUERY",  # a query of global state answered while tracing (dist.is_initialized())
     "ID_MATCH",  # the very same object (modules, functions, classes)
     "TYPE_MATCH",  # an object of exactly this type
     "CONSTANT_MATCH",  # a constant equal to (and of the same type as) the traced one
@@ -71,6 +72,8 @@ class Guard:
 
     def key(self):
         extra = tuple(s.name() for s in self.value) if self.kind in ("DUPLICATE_INPUT", "NO_ALIASING") else ()
+        if self.kind == "STATE_QUERY":  # one guard per query
+            extra = (self.value[0].__qualname__,)
         return (self.kind, self.source.name() if self.source else None, extra)
 
 
@@ -145,6 +148,10 @@ class GuardBuilder:
         if not any(enabled for enabled, _ in guard.value):  # the usual case, and a cheap check
             return f"{self.const(torch._C._is_any_autocast_enabled)}() is False"
         return f"{self.const(autocast_state)}() == {self.const(guard.value)}"
+
+    def STATE_QUERY(self, guard):
+        query, answer = guard.value
+        return f"{self.const(query)}() == {self.const(answer)}"
 
     def ID_MATCH(self, guard):
         self.watched.append(guard.value)

@@ -43,6 +43,18 @@ from .sets import SetVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
 
+def original_function(value):
+    """The attribute holding the function that a wrapper calls unchanged: a function compiled by
+    tinydynamo (``_tinydynamo_orig``), or one under ``@torch.jit.script_if_tracing``, which runs
+    it as it is when not tracing with TorchScript (``__original_fn``). None for other values."""
+    attributes = getattr(value, "__dict__", {})
+    if "_tinydynamo_orig" in attributes:
+        return "_tinydynamo_orig"
+    if attributes.get("__script_if_tracing_wrapper") and "__original_fn" in attributes:
+        return "__original_fn"
+    return None
+
+
 class VariableBuilder:
     def __init__(self, tx, source):
         self.tx = tx
@@ -147,9 +159,10 @@ class VariableBuilder:
         if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
             source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
             return LruCacheVariable(value, VariableBuilder(self.tx, source)(value.__wrapped__))
-        if "_tinydynamo_orig" in getattr(value, "__dict__", {}):  # a compiled function: trace the original
-            source = AttrSource(self.source, "_tinydynamo_orig") if self.source is not None else None
-            return VariableBuilder(self.tx, source)(value._tinydynamo_orig)
+        wrapped = original_function(value)
+        if wrapped is not None:  # a compiled function, or @torch.jit.script_if_tracing: trace the original
+            source = AttrSource(self.source, wrapped) if self.source is not None else None
+            return VariableBuilder(self.tx, source)(getattr(value, wrapped))
         if isinstance(value, types.FunctionType) and value in HANDLERS:  # inspect.signature
             return BuiltinVariable(value)
         if isinstance(value, types.FunctionType):

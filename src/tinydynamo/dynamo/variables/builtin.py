@@ -17,11 +17,13 @@ import inspect
 import itertools
 import operator
 
+import torch
+
 from ..exc import Unsupported, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
-from .dicts import ConstDictVariable
+from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import SuperVariable, TypeVariable, UserDefinedObjectVariable
@@ -212,15 +214,7 @@ class BuiltinVariable(VariableTracker):
         return ListVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
 
     def call_dict(self, tx, mapping=None, **kwargs):
-        items = {}
-        if isinstance(mapping, ConstDictVariable):
-            items.update(mapping.items)
-        elif mapping is not None:
-            for pair in mapping.unpack_var_sequence(tx):
-                key, value = pair.unpack_var_sequence(tx)
-                items[key.as_python_constant()] = value
-        items.update(kwargs)
-        return ConstDictVariable(items)
+        return dict_from(tx, mapping, kwargs)
 
     def call_sorted(self, tx, seq, key=None, reverse=None):
         """sorted(), with a ``key`` traced on each item; the keys must be constants."""
@@ -269,17 +263,14 @@ class BuiltinVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
-        result = self.call_dict(tx, mapping, **kwargs)
-        result.dict_cls = collections.defaultdict
+        result = dict_from(tx, mapping, kwargs, collections.defaultdict)
         no_factory = default_factory is None or (
             default_factory.is_python_constant() and default_factory.as_python_constant() is None)
         result.default_factory = None if no_factory else default_factory
         return result
 
     def call_OrderedDict(self, tx, mapping=None, **kwargs):
-        result = self.call_dict(tx, mapping, **kwargs)
-        result.dict_cls = collections.OrderedDict
-        return result
+        return dict_from(tx, mapping, kwargs, collections.OrderedDict)
 
     def call_set(self, tx, seq=None):
         return SetVariable(seq.unpack_var_sequence(tx) if seq is not None else [])
@@ -324,8 +315,22 @@ class BuiltinVariable(VariableTracker):
     def min_max(self, tx, fn, args):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
         if any(isinstance(i, TensorVariable) for i in items):
-            unsupported(f"{fn.__name__}() of tensors (it compares values: data-dependent)")
+            return self.tensor_min_max(tx, fn, items)
         return wrap_constant(fold(fn, [i.as_python_constant() for i in items]))
+
+    def tensor_min_max(self, tx, fn, items):
+        """``max(a, b)`` with one-element tensors, as torch._dynamo records it: ``torch.maximum``
+        of two tensors, ``torch.clamp`` of a tensor and a number (always a tensor, where Python
+        would return whichever object wins)."""
+        if len(items) != 2 or any(isinstance(i, TensorVariable) and i.example_value.numel() != 1 for i in items):
+            unsupported(f"{fn.__name__}() of tensors (it compares values: data-dependent)")
+        a, b = items if isinstance(items[0], TensorVariable) else items[::-1]
+        if isinstance(b, TensorVariable):
+            return trace_op(tx, "call_function", torch.maximum if fn is max else torch.minimum, [a, b], {})
+        if not isinstance(b.as_python_constant(), (int, float)):
+            unsupported(f"{fn.__name__}() of a tensor and {b}")
+        bound = "min" if fn is max else "max"
+        return trace_op(tx, "call_function", torch.clamp, [a], {bound: b})
 
     def call_all(self, tx, seq):
         return ConstantVariable(all(i.truthy(tx) for i in seq.unpack_var_sequence(tx)))

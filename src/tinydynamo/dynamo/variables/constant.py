@@ -8,6 +8,7 @@ constant ``range`` and ``slice`` objects.
 import inspect
 import types
 
+import numpy as np
 import torch
 
 from ..exc import unsupported
@@ -22,10 +23,15 @@ CONSTANT_TYPES = (
 )
 
 
+# NumPy's dtypes, their limits (np.finfo) and its scalars (np.float32(1.5)); a scalar passed to a
+# torch op acts as the Python number it holds (see tensor.map_trackers).
+NUMPY_CONSTANT_TYPES = (np.dtype, np.iinfo, np.finfo, np.number, np.bool_)
+
+
 def is_constant_value(value):
     if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size):
         return all(is_constant_value(v) for v in value)
-    return type(value) in CONSTANT_TYPES
+    return type(value) in CONSTANT_TYPES or isinstance(value, NUMPY_CONSTANT_TYPES)
 
 
 def fold(fn, *args, **kwargs):

@@ -125,6 +125,26 @@ class ConstDictVariable(VariableTracker):
         return f"ConstDictVariable({self.items!r})"
 
 
+def dict_from(tx, mapping, kwargs, dict_cls=dict):
+    """``dict(mapping, **kwargs)`` (or an OrderedDict...): from a dict or from key-value pairs."""
+    items = {}
+    if isinstance(mapping, ConstDictVariable):
+        items.update(mapping.items)
+    elif mapping is not None:
+        for pair in mapping.unpack_var_sequence(tx):
+            key, value = pair.unpack_var_sequence(tx)
+            items[key.as_python_constant()] = value
+    items.update(kwargs)
+    return ConstDictVariable(items, dict_cls=dict_cls)
+
+
+def is_plain_dict_subclass(cls):
+    """``class Config(OrderedDict): pass``: a dict in all but its name."""
+    own = set(vars(cls)) - {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                            "__firstlineno__", "__static_attributes__"}
+    return cls.__bases__ in ((dict,), (collections.OrderedDict,)) and not own
+
+
 def wrap_constant_dict(value):
     return ConstDictVariable({k: wrap_constant(v) for k, v in value.items()})
 

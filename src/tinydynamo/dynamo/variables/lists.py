@@ -4,6 +4,7 @@ Their items are trackers, so a tuple may hold tensors (``q, k, v = x.split(C, di
 Lists are mutated in place while tracing; a list that came from the frame's inputs (it has a
 source) is also written back after the graph, since the caller sees it (``side_effects.py``).
 """
+import collections
 import inspect
 import types
 
@@ -177,6 +178,84 @@ class ListVariable(BaseListVariable):
         self.mutable(tx)
         fold(self.items.__delitem__, index.as_python_constant())
         return ConstantVariable(None)
+
+
+class DequeVariable(ListVariable):
+    """A ``collections.deque`` made in the frame: a list with both ends open, and an optional
+    ``maxlen`` past which adding at one end drops from the other."""
+
+    python_cls = collections.deque
+
+    def __init__(self, items, maxlen=None, source=None):
+        super().__init__(items[len(items) - maxlen:] if maxlen is not None else items, source)
+        self.maxlen = maxlen
+
+    @staticmethod
+    def create(tx, iterable=None, maxlen=None):
+        items = iterable.unpack_var_sequence(tx) if iterable is not None else []
+        return DequeVariable(items, maxlen.as_python_constant() if maxlen is not None else None)
+
+    def rebuilt(self, items):
+        return DequeVariable(items, self.maxlen)
+
+    def trim(self, keep_left):
+        """Drop items past ``maxlen``: from the left after an append, the right after an appendleft."""
+        excess = len(self.items) - self.maxlen if self.maxlen is not None else 0
+        if excess > 0:
+            del self.items[slice(-excess, None) if keep_left else slice(excess)]
+
+    def method_append(self, tx, value):
+        super().method_append(tx, value)
+        self.trim(keep_left=False)
+        return ConstantVariable(None)
+
+    def method_extend(self, tx, values):
+        super().method_extend(tx, values)
+        self.trim(keep_left=False)
+        return ConstantVariable(None)
+
+    def method_appendleft(self, tx, value):
+        self.items.insert(0, value)
+        self.trim(keep_left=True)
+        return ConstantVariable(None)
+
+    def method_extendleft(self, tx, values):
+        for value in values.unpack_var_sequence(tx):
+            self.method_appendleft(tx, value)
+        return ConstantVariable(None)
+
+    def method_pop(self, tx):
+        return fold(self.items.pop)
+
+    def method_popleft(self, tx):
+        return fold(self.items.pop, 0)
+
+    def method_rotate(self, tx, n=None):
+        steps = (n.as_python_constant() if n is not None else 1) % max(len(self.items), 1)
+        if steps:
+            self.items[:] = self.items[-steps:] + self.items[:-steps]
+        return ConstantVariable(None)
+
+    def method_copy(self, tx):
+        return self.rebuilt(self.items)
+
+    def method_getitem(self, tx, index):
+        if isinstance(index.as_python_constant(), slice):
+            unsupported("slicing a deque (TypeError in eager)")
+        return super().method_getitem(tx, index)
+
+    def var_getattr(self, tx, name):
+        if name == "maxlen":
+            return ConstantVariable(self.maxlen)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        codegen.load_const(collections.deque, push_null=True)
+        for item in self.items:
+            codegen(item)
+        codegen.append("BUILD_LIST", arg=len(self.items))
+        codegen.load_const(self.maxlen)
+        codegen.call(2)
 
 
 CONTAINER_TRACKERS[tuple] = lambda value: TupleVariable([wrap_constant(v) for v in value])

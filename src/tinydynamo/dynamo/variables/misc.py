@@ -7,6 +7,7 @@
 - ``UserDefinedObjectVariable``: an instance of a user class that is not an nn.Module.
 """
 import abc
+import collections
 import collections.abc
 import dataclasses
 import enum
@@ -24,11 +25,11 @@ from ..guards import Guard
 from ..source import AttrSource, GetItemSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
-from .dicts import ConstDictVariable
+from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .nn_module import NewModuleVariable
-from .torch import GradModeVariable, TorchFunctionVariable, constant_constructor
+from .torch import GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
@@ -70,10 +71,14 @@ class TypeVariable(VariableTracker):
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
-        if self.cls in constant_constructor.CLASSES:
+        if is_constant_class(self.cls):
             return constant_constructor(self.cls, args, kwargs)
         if is_traceable_dataclass(self.cls):
             return DataClassVariable.create(tx, self.cls, args, kwargs)
+        if self.cls is collections.deque:
+            return DequeVariable.create(tx, *args, **kwargs)
+        if is_plain_dict_subclass(self.cls):
+            return dict_from(tx, args[0] if args else None, kwargs, self.cls)
         if is_plain_class(self.cls):
             return NewObjectVariable.create(tx, self.cls, args, kwargs)
         if issubclass(self.cls, torch.nn.Module):
@@ -218,6 +223,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return self.enum_attribute(tx, name)
         if source is None and name in getattr(self.value, "__dict__", {}):
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
+        if type(self.value).__module__.startswith("torch.backends"):  # torch.backends.cuda.matmul.allow_tf32
+            return tx.build(fold(getattr, self.value, name), source)  # a flag: read now (guarded if sourced)
         if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)):
             return GetAttrVariable(self, name)  # the call breaks the graph (see call_method)
         if has_custom_getattribute(type(self.value)) and not is_method(type(self.value), name):

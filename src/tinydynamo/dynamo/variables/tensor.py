@@ -15,6 +15,7 @@ the example values, add the FX node, and wrap the result (Dynamo calls this ``wr
 """
 import operator
 
+import numpy as np
 import torch
 
 from ..exc import unsupported
@@ -43,6 +44,7 @@ UNSUPPORTED_METHODS = {
 UNSUPPORTED_ATTRIBUTES = ("grad", "data", "grad_fn", "is_leaf", "_base", "_version")
 TENSOR_VALUED_ATTRIBUTES = ("T", "mT", "H", "mH", "real", "imag")
 DEVICE_METHODS = ("to", "cuda", "cpu")
+TENSOR_FROM_DATA = (torch.tensor, torch.as_tensor, torch.asarray)
 INPLACE_OPERATORS = {
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
     operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
@@ -146,6 +148,9 @@ def tensor_type_dtype(name):
 def trace_op(tx, kind, target, args, kwargs):
     """Record ``target(*args, **kwargs)`` ("call_function") or ``args[0].target(...)``
     ("call_method") in the graph and return a tracker for its result."""
+    if target in TENSOR_FROM_DATA and any(isinstance(v, ConstantVariable) and isinstance(v.value, np.generic)
+                                          for v in flatten_trackers([args, kwargs])):
+        unsupported(f"{describe(kind, target)} of a NumPy scalar (its dtype would be NumPy's)")
     if target in INPLACE_TO_BINARY and not isinstance(args[0], TensorVariable):
         target = INPLACE_TO_BINARY[target]  # `n += x` on an int: nothing is mutated, n is rebound
     device = result_device(kind, target, args, kwargs)
@@ -275,7 +280,8 @@ def map_trackers(value, leaf_fn):
     if isinstance(value, ConstDictVariable):
         return {k: map_trackers(v, leaf_fn) for k, v in value.items.items()}
     if value.is_python_constant():
-        return value.as_python_constant()
+        constant = value.as_python_constant()
+        return constant.item() if isinstance(constant, (np.number, np.bool_)) else constant
     unsupported(f"passing {value} to a torch function")
 
 

@@ -15,9 +15,11 @@ A graph break inside such a ``with`` block hands its ``__exit__`` to the resume 
 import functools
 import types
 
+import numpy as np
 import torch
 
 from ..exc import unsupported
+from ..guards import Guard
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .ndarray import NumpyNdarrayVariable
@@ -36,6 +38,8 @@ SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.di
 
 # Questions with a fixed answer while a compiler traces, answered as torch._dynamo answers them:
 # libraries ask them to choose a traceable code path (transformers' is_torchdynamo_compiling).
+# Queries of global state that the trace answers now, guarded on the same answer next time.
+STATE_QUERIES = (torch.distributed.is_initialized, torch.autograd._is_checkpoint_valid)
 TRACING_ANSWERS = {
     torch.compiler.is_compiling: True,
     torch.compiler.is_dynamo_compiling: True,
@@ -121,6 +125,10 @@ class TorchFunctionVariable(VariableTracker):
             return args[1]  # a type annotation for TorchScript: the value itself
         if self.fn in TRACING_ANSWERS and not args and not kwargs:
             return ConstantVariable(TRACING_ANSWERS[self.fn])
+        if self.fn in STATE_QUERIES and not args and not kwargs:
+            answer = self.fn()
+            tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, answer)))
+            return ConstantVariable(answer)
         if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
             unsupported(f"{module}.{name}: it acts on state outside the graph")
         if self.fn is torch.is_grad_enabled:
@@ -189,6 +197,12 @@ class GradModeVariable(VariableTracker):
             GradModeVariable.switch(tx, self.mode)
         return ConstantVariable(None)
 
+    def call_function(self, tx, args, kwargs):
+        """``@torch.no_grad()`` on a function made in the frame."""
+        if self.prior is not None or len(args) != 1 or kwargs:
+            unsupported("calling a grad mode object other than as a decorator of one function")
+        return GradModeFunctionVariable(self.mode, args[0])
+
     def call_method(self, tx, name, args, kwargs):
         if name == "__exit__":
             GradModeVariable.switch(tx, self.prior)
@@ -205,6 +219,26 @@ class GradModeVariable(VariableTracker):
         if name != "__exit__":
             unsupported(f"rebuilding attribute {name!r} of a grad mode context manager")
         codegen.load_const(GradModeExit(self.prior))
+
+
+class GradModeFunctionVariable(VariableTracker):
+    """A function decorated with ``torch.no_grad()`` / ``torch.enable_grad()`` in the frame:
+    a call runs it inside a ``with`` block of that mode."""
+
+    def __init__(self, mode, fn):
+        super().__init__()
+        self.mode = mode
+        self.fn = fn
+
+    def python_type(self):
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs):
+        block = GradModeVariable(self.mode, None)
+        block.enter(tx)
+        result = self.fn.call_function(tx, args, kwargs)
+        block.call_method(tx, "__exit__", [], {})
+        return result
 
 
 class GradModeExit:
@@ -232,4 +266,9 @@ def constant_constructor(cls, args, kwargs):
     return wrap_constant(value)
 
 
-constant_constructor.CLASSES = (torch.device, torch.Size, torch.dtype, torch.finfo, torch.iinfo)
+CONSTANT_CLASSES = (torch.device, torch.Size, torch.dtype, torch.finfo, torch.iinfo, np.dtype, np.finfo, np.iinfo)
+
+
+def is_constant_class(cls):
+    """A class whose instances built from constants are constants (NumPy's scalar types too)."""
+    return cls in CONSTANT_CLASSES or issubclass(cls, (np.number, np.bool_))

@@ -1,0 +1,176 @@
+"""Calls into the standard library, NumPy and torch's own Python that PyTorch's test_functions.py
+exercises, traced without a graph break where torch._dynamo takes none: deques, dict subclasses,
+``@torch.jit.script_if_tracing``, NumPy dtypes and scalars, ``max``/``min`` of one-element
+tensors, queries of global state, torch.backends flags, and ``@torch.no_grad()`` on a nested
+function. Each case runs eagerly and compiled and compares results and graph breaks."""
+import collections
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+import tinydynamo
+import tinydynamo.dynamo as dynamo
+
+from dynamo_cases import assert_same
+
+
+def check(fn, *args, breaks=0, backend="eager"):
+    """fn compiled matches fn eager, with ``breaks`` graph breaks."""
+    expected = fn(*args)
+    result = dynamo.compile(fn, backend=backend)(*args)
+    assert_same(result, expected)
+    assert tinydynamo.explain(fn)(*args).graph_break_count == breaks
+    return result
+
+
+def deque_operations(a, b):
+    d = collections.deque([a, b])
+    d.append(a + 1)
+    d.extend([a, b])
+    d.insert(0, "foo")
+    tmp = d.pop()
+    other = collections.deque([tmp])
+    d.extendleft(other)
+    other.clear()
+    d[2] = "setitem"
+    d = d.copy()
+    d.append(d.popleft())
+    d.rotate(2)
+    bounded = collections.deque([a, b, a * 3], maxlen=2)
+    bounded.appendleft(b * 5)
+    return list(d), list(bounded), bounded.maxlen, len(d)
+
+
+def returns_a_deque(a):
+    d = collections.deque([a], maxlen=3)
+    d.extend([a + 1, a + 2, a + 3])
+    return d
+
+
+def test_deques_are_traced():
+    a, b = torch.randn(3), torch.randn(3)
+    check(deque_operations, a, b)
+    result = check(returns_a_deque, a)
+    assert type(result) is collections.deque and result.maxlen == 3
+
+
+def slices_a_deque(a):
+    return collections.deque([a, a])[0:1]
+
+
+def test_slicing_a_deque_fails_as_in_eager():
+    with pytest.raises(TypeError):
+        dynamo.compile(slices_a_deque, backend="eager")(torch.randn(2))
+
+
+class PlainOrderedDict(collections.OrderedDict):
+    pass
+
+
+class CountingDict(dict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value + 1)
+
+
+def builds_dict_subclasses(x):
+    return PlainOrderedDict(sample=x + 1), PlainOrderedDict([("a", x)])
+
+
+def builds_a_dict_with_its_own_setitem(x):
+    return CountingDict(a=x)
+
+
+def test_plain_dict_subclasses_are_dicts():
+    x = torch.randn(3)
+    first, second = check(builds_dict_subclasses, x)
+    assert type(first) is PlainOrderedDict and type(second) is PlainOrderedDict
+    check(builds_a_dict_with_its_own_setitem, x, breaks=1)  # overrides a method: not a plain dict
+
+
+@torch.jit.script_if_tracing
+def scripted_if_tracing(x, y, c=1.2):
+    return torch.cos(x * y) + c
+
+
+def calls_a_script_if_tracing_function(a, b):
+    return scripted_if_tracing(a, b)
+
+
+def test_script_if_tracing_functions_are_traced():
+    check(calls_a_script_if_tracing_function, torch.randn(3), torch.randn(3))
+
+
+def numpy_limits_and_dtypes(a):
+    big = np.iinfo(np.int16).max
+    low = np.finfo(np.float32).min
+    dt = np.dtype("float")
+    return a + big, a * 0 + low, torch.from_numpy(np.full_like(a.numpy(), 2.4, dtype=dt)), a + np.float64(0.5)
+
+
+def makes_a_tensor_from_a_numpy_scalar(a):
+    return a + 1, torch.tensor(np.float64(1.5))
+
+
+def test_numpy_dtypes_limits_and_scalars_are_constants():
+    a = torch.randn(3)
+    check(numpy_limits_and_dtypes, a)
+    _, made = check(makes_a_tensor_from_a_numpy_scalar, a, breaks=1)
+    assert made.dtype is torch.float64  # NumPy's dtype, where torch.tensor(1.5) is float32
+
+
+def clamps_with_max_and_min(a, b):
+    c = a + b
+    a, b = a.sum(), b.sum()
+    a = min(max(a, 0), 1)
+    b = max(0, min(1, b))
+    return max(a, b) - min(a, b) + c
+
+
+def max_of_vectors(a, b):
+    return max(a, b)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_max_and_min_of_one_element_tensors(backend):
+    torch.manual_seed(0)
+    for _ in range(3):
+        check(clamps_with_max_and_min, torch.randn(4), torch.randn(4), backend=backend)
+
+
+def test_max_of_vectors_raises_as_in_eager():
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        dynamo.compile(max_of_vectors, backend="eager")(torch.randn(3), torch.randn(3))
+
+
+def branches_on_global_state(x):
+    if dist.is_initialized():
+        x = x + 1
+    if torch.autograd._is_checkpoint_valid():
+        x = x * 2
+    if torch.backends.cuda.matmul.allow_tf32:
+        x = x - 1
+    return x
+
+
+def test_global_state_queries_are_answered_and_guarded():
+    x = torch.randn(3)
+    check(branches_on_global_state, x)
+    guards = "\n".join(tinydynamo.explain(branches_on_global_state)(x).guards)
+    assert "STATE_QUERY" in guards and "is_initialized" in guards
+
+
+def decorates_a_nested_function(x):
+    @torch.no_grad()
+    def augment(y):
+        return (y + 1) * 2
+
+    out = augment(x)
+    return out, out.requires_grad, torch.is_grad_enabled()
+
+
+def test_no_grad_decorator_on_a_nested_function():
+    x = torch.randn(3, requires_grad=True)
+    out, requires_grad, grad_enabled = check(decorates_a_nested_function, x)
+    assert requires_grad is False and grad_enabled is True
