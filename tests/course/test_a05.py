@@ -8,6 +8,7 @@ import torch
 
 import tinydynamo
 from tinydynamo.course import a05
+from tinydynamo.dynamo import resume_execution
 from tinydynamo.dynamo.bytecode import assemble, copy_instructions, create_instruction, decode
 from tinydynamo.dynamo.resume_execution import ContinueExecutionCache, create_resume, resume_prologue
 
@@ -28,11 +29,11 @@ def test_the_corpus_needs_nulls_cells_free_variables_and_grad_mode_blocks():
 
 
 def test_the_swap_is_undone_and_caches_are_cleared():
-    generate = ContinueExecutionCache.generate
-    with a05.swapped_create_resume(create_resume):
+    with a05.swapped_create_resume(create_resume) as recorder:
+        assert resume_execution.create_resume is recorder
         tinydynamo.compile(a05.print_first, backend="eager")(torch.ones(2))
         assert ContinueExecutionCache.count() == 1
-    assert ContinueExecutionCache.generate is generate and ContinueExecutionCache.count() == 0
+    assert resume_execution.create_resume is create_resume and ContinueExecutionCache.count() == 0
 
 
 def variant(change):

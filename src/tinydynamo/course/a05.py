@@ -32,8 +32,9 @@ import torch.nn.functional as F
 import tinydynamo
 
 from .. import config
+from ..dynamo import resume_execution
 from ..dynamo.bytecode import decode, is_jump
-from ..dynamo.resume_execution import ContinueExecutionCache, create_resume, stack_names
+from ..dynamo.resume_execution import create_resume, stack_names
 from .feedback import learner_location
 
 # ------------------------------------------------------------------ the corpus
@@ -372,13 +373,13 @@ def swapped_create_resume(create_resume):
     (errors are not suppressed: a broken resume function must not quietly run eagerly)."""
     tinydynamo.reset()
     recorder = ResumeRecorder(create_resume)
-    previous = ContinueExecutionCache.generate
-    ContinueExecutionCache.generate = staticmethod(recorder)
+    previous = resume_execution.create_resume
+    resume_execution.create_resume = recorder
     try:
         with config.patch(suppress_errors=False, strict=True):
             yield recorder
     finally:
-        ContinueExecutionCache.generate = previous
+        resume_execution.create_resume = previous
         tinydynamo.reset()
 
 

@@ -90,7 +90,6 @@ class ContinueExecutionCache:
 
     cache = weakref.WeakKeyDictionary()  # original code -> {key: resume code}
     origins = weakref.WeakKeyDictionary()  # resume code -> (original code, length of its prologue)
-    generate = staticmethod(create_resume)  # what builds them (assignment a05 swaps it)
 
     @classmethod
     def lookup(cls, code, index, stack_size, nulls, argnames):
@@ -99,7 +98,7 @@ class ContinueExecutionCache:
         key = (index, stack_size, tuple(nulls), tuple(argnames))
         resumes = cls.cache.setdefault(code, {})
         if key not in resumes:
-            resume = self_first(cls.generate(code, index, stack_size, tuple(nulls), tuple(argnames)), code)
+            resume = self_first(create_resume(code, index, stack_size, tuple(nulls), tuple(argnames)), code)
             cls.origins[resume] = (code, len(decode(resume)) - len(decode(code)))
             resumes[key] = resume
         return resumes[key]
