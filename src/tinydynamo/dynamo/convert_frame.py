@@ -17,6 +17,9 @@ runs eagerly; a cache entry holding the *original* bytecode, guarded by what tra
 so far, keeps it from being retranslated on every call. With ``fullgraph=True`` the error goes
 to the user instead.
 Past ``config.cache_size_limit`` entries per code object, the frame runs eagerly (with a warning).
+
+Threads: the callback runs under ``compile_lock``, so when several threads make a first call at
+once, one compiles and the others, once they have the lock, find its new entry and run it.
 """
 import dataclasses
 import dis
@@ -33,7 +36,7 @@ import tinydynamo
 
 from .. import config
 from .._logging import trace_artifact
-from ..utils import counters
+from ..utils import compile_lock, counters
 from . import eval_frame
 from .bytecode import assemble
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
@@ -223,6 +226,10 @@ class ConvertFrame:
         return lookup_backend(self.backend)
 
     def __call__(self, func, args):
+        with compile_lock:
+            return self.on_cache_miss(func, args)
+
+    def on_cache_miss(self, func, args):
         counters["frames_seen"] += 1
         code = func.__code__
         if skip_reason(code) is not None:
@@ -233,6 +240,9 @@ class ConvertFrame:
         touched_codes.add(code)
         self.codes.add(code)
         mine = [entry for entry in entries if entry[0] is self]
+        added_meanwhile = passing_entry(mine, func, args)  # by another thread, while this one waited
+        if added_meanwhile is not None:
+            return added_meanwhile[2]
         if len(mine) >= config.cache_size_limit:
             self.give_up(code, entries, failed_guards(mine[-1], func, args))
             return None
@@ -340,6 +350,12 @@ def has_tensor(value, seen, depth=0):
     return isinstance(attributes, dict) and any(has_tensor(v, seen, depth + 1) for v in attributes.values())
 
 
+def passing_entry(entries, func, args):
+    """The first of these cache entries whose guard passes for the frame, or None."""
+    cells = func.__closure__ or ()
+    return next((entry for entry in entries if entry[1](*args, *cells)), None)
+
+
 def failed_guards(entry, func, args):
     """Which checks of a cache entry's guard these arguments fail (for logs and warnings)."""
     guard = entry[1]
@@ -362,12 +378,13 @@ def reset():
     from .output_graph import installed_globals
     from .symbolic_convert import decoded
 
-    for code in list(touched_codes):
-        eval_frame.clear_code(code)
-    touched_codes.clear()
-    for f_globals, name in installed_globals:
-        f_globals.pop(name, None)
-    installed_globals.clear()
-    decoded.cache_clear()
-    ContinueExecutionCache.clear()
-    counters.clear()
+    with compile_lock:
+        for code in list(touched_codes):
+            eval_frame.clear_code(code)
+        touched_codes.clear()
+        for f_globals, name in installed_globals:
+            f_globals.pop(name, None)
+        installed_globals.clear()
+        decoded.cache_clear()
+        ContinueExecutionCache.clear()
+        counters.clear()
