@@ -1,12 +1,14 @@
 """ConvertFrame: what happens on a cache miss (book chapter 4,
 "Guards and the transformed code").
 
-The frame hook calls a ``ConvertFrame`` object (one per compiled wrapper) with the function and
-the frame's argument values when no cache entry of this callback accepts the frame. It
+The frame hook calls a ``ConvertFrame`` object (one per backend and settings of ``compile``,
+shared by the wrappers it made) with the function and the frame's argument values when no cache
+entry of this callback accepts the frame. It
 
 1. skips code that must never be compiled (torch, tinydynamo, the standard library, installed
-   packages that do not compute with tensors, code made by exec/eval such as dataclass
-   ``__init__`` methods, generators, comprehension bodies): ``set_skip`` makes the hook ignore it;
+   packages that do not compute with tensors, methods that the standard library makes with
+   exec/eval such as dataclass ``__init__``, generators, comprehension bodies; the user's own
+   code run by exec or ``python -c`` is compiled): ``set_skip`` makes the hook ignore it;
 2. translates the frame (``translate``): trace, compile the graph, build guards and new code;
 3. appends ``(self, guard, new_code)`` to the code object's cache and returns ``new_code``,
    which the hook runs in place of the frame.
@@ -48,8 +50,8 @@ from .symbolic_convert import InstructionTranslator
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
 SKIPPED_NAMES = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<module>")
-# Code made by exec/eval (dataclass __init__, namedtuple __new__, FX, guards) and frozen modules.
-SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen", "<string>")
+# Code made by exec/eval (FX, guards) and frozen modules. (Also "<string>": see stdlib_exec_code.)
+SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen")
 # Installed packages whose frames are never compiled, as in Dynamo's skip list: libraries that
 # do not compute with tensors, and the tools around a program (packaging, test runners,
 # notebooks). Other installed packages (model libraries) are compiled like user code.
@@ -80,9 +82,18 @@ def skip_reason(code):
         return "generators and coroutines are not compiled"
     if code.co_name in SKIPPED_NAMES:
         return f"{code.co_name} code"
+    if stdlib_exec_code(code):
+        return "generated code"
     if file.startswith(TORCH_MODULES_DIR) and ContinueExecutionCache.original(code, 0)[0].co_name == "forward":
         return None  # the forward of torch.nn's own modules, called on their own (or its resume functions)
     return library_file(file)
+
+
+def stdlib_exec_code(code):
+    """Methods that dataclasses and namedtuples make with exec/eval (file ``<string>``, like a user's
+    code run by exec or ``python -c``, which is compiled)."""
+    return code.co_filename == "<string>" and (code.co_qualname.startswith("__create_fn__.")
+                                               or code.co_names == ("_tuple_new",))
 
 
 def library_file(file):
@@ -214,7 +225,7 @@ class ConvertFrame:
     def __init__(self, backend, fullgraph=False, root_codes=()):
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
-        self.root_codes = frozenset(root_codes)  # the compiled function's own code: always traced
+        self.root_codes = weakref.WeakSet(root_codes)  # the compiled functions' own code: always traced
         self.compiled = []  # CompiledFrame of every successful translation
         self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
         self.codes = weakref.WeakSet()  # codes holding entries of this callback
