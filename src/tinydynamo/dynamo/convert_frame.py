@@ -237,31 +237,28 @@ class ConvertFrame:
         return lookup_backend(self.backend)
 
     def __call__(self, func, args):
-        with compile_lock:
-            return self.on_cache_miss(func, args)
-
-    def on_cache_miss(self, func, args):
-        counters["frames_seen"] += 1
-        code = func.__code__
-        if skip_reason(code) is not None:
-            eval_frame.set_skip(code)
+        with compile_lock:  # threads take turns here (see the module docstring)
+            counters["frames_seen"] += 1
+            code = func.__code__
+            if skip_reason(code) is not None:
+                eval_frame.set_skip(code)
+                touched_codes.add(code)
+                return None
+            entries = eval_frame.get_cache_entries(code)
             touched_codes.add(code)
-            return None
-        entries = eval_frame.get_cache_entries(code)
-        touched_codes.add(code)
-        self.codes.add(code)
-        mine = [entry for entry in entries if entry[0] is self]
-        added_meanwhile = passing_entry(mine, func, args)  # by another thread, while this one waited
-        if added_meanwhile is not None:
-            return added_meanwhile[2]
-        if len(mine) >= config.cache_size_limit:
-            self.give_up(code, entries, failed_guards(mine[-1], func, args))
-            return None
-        if mine:
-            counters["recompiles"] += 1
-            trace_artifact("recompiles", lambda: f"recompiling {describe(code)}; failed guards of its "
-                           f"latest entry: {failed_guards(mine[-1], func, args)}")
-        return self.convert(func, args, code, entries)
+            self.codes.add(code)
+            mine = [entry for entry in entries if entry[0] is self]
+            added_meanwhile = passing_entry(mine, func, args)  # by another thread, while this one waited
+            if added_meanwhile is not None:
+                return added_meanwhile[2]
+            if len(mine) >= config.cache_size_limit:
+                self.give_up(code, entries, failed_guards(mine[-1], func, args))
+                return None
+            if mine:
+                counters["recompiles"] += 1
+                trace_artifact("recompiles", lambda: f"recompiling {describe(code)}; failed guards of "
+                               f"its latest entry: {failed_guards(mine[-1], func, args)}")
+            return self.convert(func, args, code, entries)
 
     def is_root(self, code):
         return ContinueExecutionCache.original(code, 0)[0] in self.root_codes
