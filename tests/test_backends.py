@@ -1,4 +1,5 @@
 """The backends registry and the torch_dynamo_backends entry point (torch.compile(backend="tinydynamo"))."""
+import warnings
 from importlib.metadata import entry_points
 
 import pytest
@@ -29,6 +30,25 @@ def test_torch_compile_with_tinydynamo_backend_trains_like_eager(name):
         torch.testing.assert_close(p.grad, q.grad, msg=lambda m: f"grad of {pname}: {m}")
     for (bname, b), c in zip(model.named_buffers(), reference.buffers()):
         torch.testing.assert_close(b, c, msg=lambda m: f"buffer {bname}: {m}")
+
+
+def shifted_sum(x, y):
+    return (x.sin() + y).sum(0)
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_torch_compile_graphs_with_symbolic_shapes_run_eagerly_with_one_warning(dynamic):
+    """After a size change (dynamic=None), or with dynamic=True, torch's Dynamo passes SymInt inputs:
+    until tinydynamo has dynamic shapes, that graph runs eagerly, with one warning."""
+    torch._dynamo.reset()
+    compiled = torch.compile(shifted_sum, backend="tinydynamo", dynamic=dynamic)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (3, 4, 5, 6):
+            x, y = torch.randn(n, 2), torch.randn(n, 2)
+            torch.testing.assert_close(compiled(x, y), shifted_sum(x, y))
+    (warning,) = [w for w in caught if "tinydynamo" in str(w.message)]
+    assert "symbolic shapes" in str(warning.message) and "dynamic=False" in str(warning.message)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "decomp_eager", "inductor"])

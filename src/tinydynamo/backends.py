@@ -4,6 +4,8 @@ A backend has ``torch.compile``'s signature, ``backend(gm, example_inputs) -> ca
 it receives the FX graph that dynamo captured plus example inputs, and returns a callable
 that takes the same flat positional inputs and returns what ``gm`` returns.
 """
+import warnings
+
 import torch
 
 from .aot import aot_autograd, min_cut_rematerialization_partition, nop
@@ -75,6 +77,26 @@ def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     """The ``torch_dynamo_backends`` entry point: ``torch.compile(model, backend="tinydynamo")``.
 
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
-    tinydynamo's graphs are specialised to static shapes, so pass ``dynamic=False``.
+    tinydynamo compiles static shapes only: a graph with symbolic shapes, which Dynamo makes once a
+    size changes (or with ``dynamic=True``), runs eagerly, with a warning. With ``dynamic=False``
+    Dynamo recompiles for each new shape instead, and every graph is compiled.
     """
+    symbolic = symbolic_value(gm, example_inputs)
+    if symbolic is not None:
+        warnings.warn(f"tinydynamo: this graph from torch.compile has symbolic shapes (input {symbolic}), "
+                      "and tinydynamo compiles static shapes only: it runs eagerly. Pass dynamic=False "
+                      "to torch.compile to compile it for each shape instead.", stacklevel=2)
+        return gm.forward
     return inductor(gm, example_inputs)
+
+
+def symbolic_value(gm, example_inputs):
+    """The first input of the graph that is a SymInt (SymFloat, SymBool) or a tensor of symbolic
+    size, or None."""
+    placeholders = [node.meta.get("example_value") for node in gm.graph.find_nodes(op="placeholder")]
+    for value in [*example_inputs, *placeholders]:
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return value
+        if isinstance(value, torch.Tensor) and not all(isinstance(size, int) for size in value.shape):
+            return f"of shape {tuple(value.shape)}"
+    return None

@@ -1,7 +1,14 @@
-"""Counters behind ``tinydynamo.stats()`` (Introduction chapter)."""
+"""Counters behind ``tinydynamo.stats()``, and the compile lock (Introduction chapter)."""
 import collections
+import threading
 
 counters: collections.Counter = collections.Counter()
+
+# Held while anything is compiled: dynamo translating a frame and adding its cache entry (with
+# every stage the backend runs), inductor compiling a graph for new input strides. So threads
+# that make a first call at once compile it once. Compiled code runs without it, concurrently.
+# Re-entrant: compiling may call code that compiles (a compiled function called while tracing).
+compile_lock = threading.RLock()
 
 STAT_NAMES = (
     "frames_seen",

@@ -1,6 +1,8 @@
 """The public API of the dynamo layer: compile (functions, modules, decorators, backends),
 Unsupported handling, explain, reset, logs and counters."""
+import collections
 import contextlib
+import dataclasses
 import io
 import time
 
@@ -12,7 +14,7 @@ import tinydynamo
 import tinydynamo.dynamo as dynamo
 from tinydynamo import config
 from tinydynamo.dynamo import eval_frame
-from tinydynamo.dynamo.convert_frame import ConvertFrame
+from tinydynamo.dynamo.convert_frame import ConvertFrame, skip_reason
 
 
 def f(x, y):
@@ -155,6 +157,61 @@ def test_optimized_module_trains_the_original_parameters():
             optimizer.zero_grad()
     torch.testing.assert_close(model.state_dict(), reference.state_dict())
     assert stats()["frames_compiled"] == 1
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = 2.0
+
+    def forward(self, x):
+        y = self.fc(x) * self.scale
+        if hasattr(self, "offset"):
+            y = y + self.offset
+        return y
+
+
+def test_attribute_writes_on_the_compiled_module_reach_the_module_and_its_next_call():
+    model = Scaled()
+    compiled = dynamo.compile(model, backend="inductor")
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(compiled(x), model(x))
+    compiled.scale = 5.0  # as torch.compile's OptimizedModule: the module's attribute changes
+    assert model.scale == 5.0 and compiled.scale == 5.0 and "scale" not in vars(compiled)
+    torch.testing.assert_close(compiled(x), model.fc(x) * 5.0)
+    compiled.offset = torch.ones(4)  # a new attribute: the traced hasattr() was guarded
+    assert model.offset is compiled.offset
+    torch.testing.assert_close(compiled(x), model.fc(x) * 5.0 + 1)
+    del compiled.offset
+    assert not hasattr(model, "offset") and not hasattr(compiled, "offset")
+    torch.testing.assert_close(compiled(x), model.fc(x) * 5.0)
+    assert list(compiled.state_dict()) == list(model.state_dict()) == ["fc.weight", "fc.bias"]
+    assert stats()["recompiles"] == 2  # scale 5.0, then offset; without offset again: a hit
+    compiled.eval()  # `training`, a property of the wrapper's class, reaches the module too
+    assert not model.training
+
+
+def test_compiling_a_function_again_reuses_its_cache_entries():
+    x = torch.randn(3)
+    for _ in range(500):
+        torch.testing.assert_close(dynamo.compile(f, backend="eager")(x, x), f(x, x))
+    assert stats()["frames_compiled"] == 1 and len(eval_frame.get_cache_entries(f.__code__)) == 1
+    dynamo.compile(f, backend="eager", fullgraph=True)(x, x)  # other settings: entries of their own
+    dynamo.compile(f, backend="aot_eager")(x, x)
+    assert stats()["frames_compiled"] == 3 and len(eval_frame.get_cache_entries(f.__code__)) == 3
+
+
+def test_code_run_by_exec_is_compiled_but_dataclass_methods_are_not():
+    namespace = {}
+    exec("import torch\ndef double(x):\n    return torch.sin(x) * 2\n", namespace)  # python -c: the same
+    double = namespace["double"]
+    x = torch.randn(3)
+    torch.testing.assert_close(dynamo.compile(double, backend="eager")(x), double(x))
+    assert double.__code__.co_filename == "<string>" and stats()["frames_compiled"] == 1
+    Pair = dataclasses.make_dataclass("Pair", ["a", "b"])
+    Point = collections.namedtuple("Point", "a b")
+    assert skip_reason(Pair.__init__.__code__) == skip_reason(Point.__new__.__code__) == "generated code"
 
 
 def test_optimized_module_runs_forward_hooks_of_the_original():

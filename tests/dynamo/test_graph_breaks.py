@@ -464,7 +464,7 @@ def code_in(filename, name="f"):
     ("/venv/lib/python3.11/site-packages/_distutils_hack/__init__.py", "the installed package _distutils_hack"),
     ("/venv/lib/python3.11/site-packages/numpy/_core/_methods.py", "the installed package numpy"),
     ("/venv/lib/python3.11/site-packages/mymodels/attention.py", None),  # a library of models
-    ("<string>", "generated code"),
+    ("<string>", None),  # code run by exec or python -c
     ("/home/me/project/train.py", None),
     ("/tmp/ipykernel_4242/1234.py", None),  # a notebook cell
 ])

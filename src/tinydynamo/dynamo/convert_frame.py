@@ -1,11 +1,13 @@
 """ConvertFrame: what happens on a cache miss (book chapter 4,
 "Guards and the transformed code").
 
-The frame hook calls a ``ConvertFrame`` object (one per compiled wrapper) with the function and
-the frame's argument values when no cache entry of this callback accepts the frame. It
+The frame hook calls a ``ConvertFrame`` object (one per backend and settings of ``compile``,
+shared by the wrappers it made) with the function and the frame's argument values when no cache
+entry of this callback accepts the frame. It
 
 1. skips code that must never be compiled (``trace_rules.skip_reason``: torch, tinydynamo, the
-   standard library, generators...): ``set_skip`` makes the hook ignore it;
+   standard library, generators...; the user's own code run by exec or ``python -c`` is
+   compiled): ``set_skip`` makes the hook ignore it;
 2. translates the frame (``translate``): trace, compile the graph, build guards and new code;
 3. appends ``(self, guard, new_code)`` to the code object's cache and returns ``new_code``,
    which the hook runs in place of the frame.
@@ -16,6 +18,9 @@ runs eagerly; a cache entry holding the *original* bytecode, guarded by what tra
 so far, keeps it from being retranslated on every call. With ``fullgraph=True`` the error goes
 to the user instead.
 Past ``config.cache_size_limit`` entries per code object, the frame runs eagerly (with a warning).
+
+Threads: the callback runs under ``compile_lock``, so when several threads make a first call at
+once, one compiles and the others, once they have the lock, find its new entry and run it.
 """
 import dataclasses
 import dis
@@ -29,7 +34,7 @@ import torch
 from .. import config
 from ..backends import lookup_backend
 from .._logging import trace_artifact
-from ..utils import counters
+from ..utils import compile_lock, counters
 from . import eval_frame, trace_rules
 from .bytecode import assemble
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
@@ -145,7 +150,7 @@ class ConvertFrame:
     def __init__(self, backend, fullgraph=False, root_codes=()):
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
-        self.root_codes = frozenset(root_codes)  # the compiled function's own code: always traced
+        self.root_codes = weakref.WeakSet(root_codes)  # the compiled functions' own code: always traced
         self.compiled = []  # CompiledFrame of every successful translation
         self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
         self.codes = weakref.WeakSet()  # codes holding entries of this callback
@@ -155,24 +160,28 @@ class ConvertFrame:
         return lookup_backend(self.backend)
 
     def __call__(self, func, args):
-        counters["frames_seen"] += 1
-        code = func.__code__
-        if trace_rules.skip_reason(code) is not None:
-            eval_frame.set_skip(code)
+        with compile_lock:  # threads take turns here (see the module docstring)
+            counters["frames_seen"] += 1
+            code = func.__code__
+            if trace_rules.skip_reason(code) is not None:
+                eval_frame.set_skip(code)
+                touched_codes.add(code)
+                return None
+            entries = eval_frame.get_cache_entries(code)
             touched_codes.add(code)
-            return None
-        entries = eval_frame.get_cache_entries(code)
-        touched_codes.add(code)
-        self.codes.add(code)
-        mine = [entry for entry in entries if entry[0] is self]
-        if len(mine) >= config.cache_size_limit:
-            self.give_up(code, entries, failed_guards(mine[-1], func, args))
-            return None
-        if mine:
-            counters["recompiles"] += 1
-            trace_artifact("recompiles", lambda: f"recompiling {describe(code)}; failed guards of its "
-                           f"latest entry: {failed_guards(mine[-1], func, args)}")
-        return self.convert(func, args, code, entries)
+            self.codes.add(code)
+            mine = [entry for entry in entries if entry[0] is self]
+            added_meanwhile = passing_entry(mine, func, args)  # by another thread, while this one waited
+            if added_meanwhile is not None:
+                return added_meanwhile[2]
+            if len(mine) >= config.cache_size_limit:
+                self.give_up(code, entries, failed_guards(mine[-1], func, args))
+                return None
+            if mine:
+                counters["recompiles"] += 1
+                trace_artifact("recompiles", lambda: f"recompiling {describe(code)}; failed guards of "
+                               f"its latest entry: {failed_guards(mine[-1], func, args)}")
+            return self.convert(func, args, code, entries)
 
     def is_root(self, code):
         return ContinueExecutionCache.original(code, 0)[0] in self.root_codes
@@ -272,6 +281,12 @@ def has_tensor(value, seen, depth=0):
     return isinstance(attributes, dict) and any(has_tensor(v, seen, depth + 1) for v in attributes.values())
 
 
+def passing_entry(entries, func, args):
+    """The first of these cache entries whose guard passes for the frame, or None."""
+    cells = func.__closure__ or ()
+    return next((entry for entry in entries if entry[1](*args, *cells)), None)
+
+
 def failed_guards(entry, func, args):
     """Which checks of a cache entry's guard these arguments fail (for logs and warnings)."""
     guard = entry[1]
@@ -291,12 +306,13 @@ def remove_entry(entries, entry):
 
 def reset():
     """Forget every compiled frame, skip mark, resume function, installed global and counter."""
-    for code in list(touched_codes):
-        eval_frame.clear_code(code)
-    touched_codes.clear()
-    for f_globals, name in installed_globals:
-        f_globals.pop(name, None)
-    installed_globals.clear()
-    decoded.cache_clear()
-    ContinueExecutionCache.clear()
-    counters.clear()
+    with compile_lock:
+        for code in list(touched_codes):
+            eval_frame.clear_code(code)
+        touched_codes.clear()
+        for f_globals, name in installed_globals:
+            f_globals.pop(name, None)
+        installed_globals.clear()
+        decoded.cache_clear()
+        ContinueExecutionCache.clear()
+        counters.clear()

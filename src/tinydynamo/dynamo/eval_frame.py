@@ -15,6 +15,7 @@ import functools
 import inspect
 import threading
 import types
+import weakref
 
 import torch
 
@@ -108,6 +109,11 @@ def run_code(func, new_code, values):
 
 # --- the public API --------------------------------------------------------------------------------
 
+# compile() with the same backend and settings gives wrappers that share one ConvertFrame, so that
+# compiling a function again reuses the cache entries of its first compile (the hook matches an
+# entry by its owner), as torch.compile does. A callback that nothing uses any more goes away.
+_callbacks = weakref.WeakValueDictionary()  # (backend, fullgraph, mode, dynamic) -> ConvertFrame
+
 
 def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mode=None, options=None):
     """Compile a function or nn.Module, like ``torch.compile``; also a decorator, with or
@@ -126,9 +132,13 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
         raise TypeError(f"tinydynamo.compile expects a function or an nn.Module, not {type(model).__name__}")
     from .convert_frame import ConvertFrame
 
-    if mode == "max-autotune":
-        backend = with_max_autotune(backend)
-    callback = ConvertFrame(backend, fullgraph, root_codes=root_codes(model))
+    # A backend given as a callable is known by its id(): the callback keeps it alive.
+    key = (backend if isinstance(backend, str) else id(backend), fullgraph, mode or "default", dynamic)
+    callback = _callbacks.get(key)
+    if callback is None:
+        compiler = with_max_autotune(backend) if mode == "max-autotune" else backend
+        callback = _callbacks[key] = ConvertFrame(compiler, fullgraph)
+    callback.root_codes.update(root_codes(model))
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, with_callback(model, callback))
     return functools.wraps(model)(with_callback(model, callback))
@@ -171,8 +181,9 @@ def with_callback(fn, callback):
 
 
 class OptimizedModule(torch.nn.Module):
-    """A compiled view of ``mod``: the same parameters, buffers, submodules and state_dict keys;
-    calling it runs ``mod`` with the frame hook on, so ``mod.forward`` gets compiled."""
+    """A compiled view of ``mod``: the same parameters, buffers, submodules and state_dict keys,
+    and attribute reads, writes and deletions go to ``mod``; calling it runs ``mod`` with the
+    frame hook on, so ``mod.forward`` gets compiled."""
 
     def __init__(self, mod, compiled_call):
         super().__init__()
@@ -199,6 +210,21 @@ class OptimizedModule(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self.__dict__["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        """``compiled.scale = 5.0`` sets the module's attribute, which its forward reads (and its
+        guards check), as torch.compile's OptimizedModule does; names the wrapper's class
+        defines (``training``, ``forward``) stay the wrapper's own."""
+        if hasattr(type(self), name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if hasattr(type(self), name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
 
     def state_dict(self, *args, **kwargs):
         return self._orig_mod.state_dict(*args, **kwargs)

@@ -54,6 +54,7 @@ GUARD_KINDS = (
     "ID_MATCH",  # the very same object (modules, functions, classes)
     "TYPE_MATCH",  # an object of exactly this type
     "CONSTANT_MATCH",  # a constant equal to (and of the same type as) the traced one
+    "HASATTR",  # an object has (or lacks) an attribute, as when traced: hasattr(), getattr(o, n, d)
     "LENGTH_CHECK",  # a container of this length
     "DICT_KEYS",  # a dict with these keys, in this order
     "TENSOR_MATCH",  # a tensor with this type, dtype, device, shape, stride, requires_grad
@@ -74,6 +75,8 @@ class Guard:
         extra = tuple(s.name() for s in self.value) if self.kind in ("DUPLICATE_INPUT", "NO_ALIASING") else ()
         if self.kind == "STATE_QUERY":  # one guard per query
             extra = (self.value[0].__qualname__,)
+        if self.kind == "HASATTR":
+            extra = (self.value[0],)
         return (self.kind, self.source.name() if self.source else None, extra)
 
 
@@ -167,6 +170,10 @@ class GuardBuilder:
         if isinstance(value, torch.dtype):
             return f"{x} is {self.const(value)}"
         return f"type({x}) is {self.const(type(value))} and {x} == {self.const(value)}"
+
+    def HASATTR(self, guard):
+        name, present = guard.value
+        return f"hasattr({self.local(guard.source)}, {name!r}) is {present}"
 
     def LENGTH_CHECK(self, guard):
         return f"len({self.local(guard.source)}) == {guard.value}"

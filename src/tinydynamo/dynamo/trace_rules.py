@@ -5,7 +5,7 @@ When the frame hook meets a code object for the first time, ``skip_reason`` deci
 its frames are ever translated. The code that is skipped: torch and tinydynamo themselves, the
 standard library, installed packages that do not compute with tensors, code made by exec/eval
 that is not the user's (dataclass ``__init__`` methods, FX's generated forwards), generators and
-comprehension bodies. A skipped code object is marked once (``set_skip``) and the hook never
+comprehension bodies. The user's own code run by ``exec`` or ``python -c`` is compiled. A skipped code object is marked once (``set_skip``) and the hook never
 calls back for it again. Installed model libraries (transformers, diffusers...) are compiled like
 the user's own code.
 
@@ -29,8 +29,8 @@ TORCH_DIR = os.path.dirname(torch.__file__) + os.sep  # (with the separator: not
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
 SKIPPED_NAMES = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<module>")
-# Code made by exec/eval (dataclass __init__, namedtuple __new__, FX, guards) and frozen modules.
-SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen", "<string>")
+# Code made by exec/eval (FX, guards) and frozen modules. (Also "<string>": see stdlib_exec_code.)
+SKIPPED_PREFIXES = ("<eval_with_key>", "<tinydynamo", "<frozen")
 # Installed packages whose frames are never compiled, as in Dynamo's skip list: libraries that
 # do not compute with tensors, and the tools around a program (packaging, test runners,
 # notebooks). Other installed packages (model libraries) are compiled like user code.
@@ -65,9 +65,18 @@ def skip_reason(code):
         return "generators and coroutines are not compiled"
     if code.co_name in SKIPPED_NAMES:
         return f"{code.co_name} code"
+    if stdlib_exec_code(code):
+        return "generated code"
     if file.startswith(TORCH_MODULES_DIR) and ContinueExecutionCache.original(code, 0)[0].co_name == "forward":
         return None  # the forward of torch.nn's own modules, called on their own (or its resume functions)
     return library_file(file)
+
+
+def stdlib_exec_code(code):
+    """Methods that dataclasses and namedtuples make with exec/eval (file ``<string>``, like a user's
+    code run by exec or ``python -c``, which is compiled)."""
+    return code.co_filename == "<string>" and (code.co_qualname.startswith("__create_fn__.")
+                                               or code.co_names == ("_tuple_new",))
 
 
 def library_file(file):

@@ -13,7 +13,8 @@ there too, run by Triton's interpreter.
 
 The graph is specialized to the shapes, dtypes and strides of the example inputs. The callable
 checks the strides of each call's inputs, and compiles a new variant when they differ (eager
-code passes non-contiguous tensors freely, and the kernels index memory with the strides).
+code passes non-contiguous tensors freely, and the kernels index memory with the strides),
+under the compile lock: threads may call it at once.
 Outputs are contiguous, except that an output which is a view (of an input or of another
 output) is returned as that view, with eager's strides.
 """
@@ -23,7 +24,7 @@ import torch
 
 from .. import config
 from .._logging import trace_artifact
-from ..utils import counters
+from ..utils import compile_lock, counters
 from . import codecache
 from .codegen.cpp import CppScheduling
 from .codegen.wrapper import WrapperCodeGen
@@ -145,6 +146,7 @@ class CompiledGraph:
         if [(shape, dtype) for shape, _, dtype in signature] != [(s, d) for s, _, d in self.signature]:
             raise ValueError(f"compiled for inputs {self.signature}, called with {signature}")
         key = tuple(stride for _, stride, _ in signature)
-        if key not in self._variants:
-            self._variants[key] = compile_graph(self.gm, args)
+        with compile_lock:  # two threads calling with the same new strides compile it once
+            if key not in self._variants:
+                self._variants[key] = compile_graph(self.gm, args)
         return self._variants[key]

@@ -14,18 +14,28 @@ This is PyTorch's ``make_fx`` idea (``torch/fx/experimental/proxy_tensor.py``), 
 decomposition needs.
 """
 import operator
+import threading
 
 import torch
 import torch.fx
 
 from .registry import DecompositionError, run_decomposition
 
-_active_tracers: list = []
+
+class _ActiveTracers(threading.local):
+    """The stack of PrimTracers being recorded into: one per thread, since threads may decompose
+    graphs at the same time (a thread-local's ``__init__`` runs once in each thread)."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_active_tracers = _ActiveTracers()
 
 
 def current_tracer():
     """The PrimTracer that prim calls record into, or None outside decompose()."""
-    return _active_tracers[-1] if _active_tracers else None
+    return _active_tracers.stack[-1] if _active_tracers.stack else None
 
 
 def meta_like(tensor):
@@ -103,11 +113,11 @@ class PrimTracer:
         self.origin = {}  # stamped on every new node: the aten op being decomposed, its source
 
     def __enter__(self):
-        _active_tracers.append(self)
+        _active_tracers.stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        _active_tracers.pop()
+        _active_tracers.stack.pop()
 
     def placeholder(self, name, example):
         if not isinstance(example, torch.Tensor):

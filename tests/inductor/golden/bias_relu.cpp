@@ -13,7 +13,7 @@ static void kernel0(const float* __restrict__ arg0_x_1, const float* __restrict_
 }
 
 extern "C" int segment0(const float* arg0_x_1, const float* arg1_b_1, float* buf0) {
-  td_error = TD_OK;
+  int td_error = TD_OK;  // this call's own
   kernel0(arg0_x_1, arg1_b_1, buf0);
   return td_error;
 }

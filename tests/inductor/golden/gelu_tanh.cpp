@@ -17,7 +17,7 @@ static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf0
 }
 
 extern "C" int segment0(const float* arg0_x_1, float* buf0) {
-  td_error = TD_OK;
+  int td_error = TD_OK;  // this call's own
   kernel0(arg0_x_1, buf0);
   return td_error;
 }

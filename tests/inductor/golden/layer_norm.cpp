@@ -39,7 +39,7 @@ static void kernel0(const float* __restrict__ arg0_x_1, const float* __restrict_
 }
 
 extern "C" int segment0(const float* arg0_x_1, const float* arg1_w_1, const float* arg2_b_1, float* buf2) {
-  td_error = TD_OK;
+  int td_error = TD_OK;  // this call's own
   kernel0(arg0_x_1, arg1_w_1, arg2_b_1, buf2);
   return td_error;
 }

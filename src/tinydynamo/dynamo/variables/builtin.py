@@ -415,9 +415,13 @@ def compares_by_identity(var):
 
 
 def has_attr(tx, obj, name):
+    """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
     try:
-        return hasattr(obj.python_object(), name)
+        present = hasattr(obj.python_object(), name)
     except Unsupported:
         return hasattr(obj.python_type(), name)
+    if obj.source is not None:
+        tx.output.add_guard(Guard(obj.source, "HASATTR", (name, present)))
+    return present

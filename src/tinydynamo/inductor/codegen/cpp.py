@@ -41,6 +41,9 @@ from .common import CSEVariable, IndentedBuffer, Kernel, simplify_loops
 
 # Parallelize a kernel's outer loop when it touches at least this many elements.
 PARALLEL_MIN_ELEMENTS = 32768
+# The pointer to the error flag of the running call, in every kernel that can find an error (an
+# index out of range, an integer division by zero): the prelude's checking helpers write to it.
+ERROR_FLAG = "td_error"
 
 STORAGE_CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.float16: "_Float16",
@@ -211,13 +214,13 @@ class CppOverrides:
     def div(a, b):
         if _is_float(a):
             return f"{_p(a)} / {_p(b)}"
-        return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b})"
+        return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b}, {ERROR_FLAG})"
 
     @staticmethod
     def fmod(a, b):
         if _is_float(a):
             return f"std::fmod({a}, {b})"
-        return f"td_fmod_int<{compute_ctype(a.dtype)}>({a}, {b})"
+        return f"td_fmod_int<{compute_ctype(a.dtype)}>({a}, {b}, {ERROR_FLAG})"
 
     @staticmethod
     def pow(a, b):
@@ -390,7 +393,7 @@ class CppKernel(Kernel):
 
     def indirect_indexing(self, x, size):
         name = self.new_name("ind")
-        self.body.writeline(f"int64_t {name} = td_check_index(static_cast<int64_t>({x}), {size});")
+        self.body.writeline(f"int64_t {name} = td_check_index(static_cast<int64_t>({x}), {size}, {ERROR_FLAG});")
         return Var(name, size, indirect=True)
 
     def masked(self, mask, body, other):
@@ -652,7 +655,8 @@ class CppKernel(Kernel):
             self._column_reductions(tile)
         else:
             self._rows_and_pointwise()
-        params = ", ".join(self.param(name) for name in self.args)
+        params = ", ".join([self.param(name) for name in self.args]
+                           + ([f"int* __restrict__ {ERROR_FLAG}"] if self.reports_errors() else []))
         header = [f"// {self.name}: " + "; ".join(n.describe() for n in self.fused.nodes),
                   f"static void {self.name}({params}) {{"]
         code = IndentedBuffer()
@@ -660,6 +664,10 @@ class CppKernel(Kernel):
         code.lines += ["  " + line if line else line for line in self.body.lines]
         code.writeline("}")
         return code.getvalue()
+
+    def reports_errors(self):
+        """Whether the kernel's code checks something, so that it needs the call's error flag."""
+        return any(ERROR_FLAG in line for line in self.body.lines)
 
     def param(self, name):
         const = "" if self.args[name] else "const "
@@ -731,12 +739,13 @@ class CppScheduling:
         code = IndentedBuffer()
         code.writeline(f'extern "C" int {name}({", ".join(signature)}) {{')
         with code.indent():
-            code.writeline("td_error = TD_OK;")
+            code.writeline(f"int {ERROR_FLAG} = TD_OK;  // this call's own")
             for b in in_workspace:
                 ctype = STORAGE_CTYPES[self.dtypes[b]]
                 code.writeline(f"{ctype}* {b} = reinterpret_cast<{ctype}*>(workspace + {offsets[b]});")
             for k in cpp_kernels:
-                code.writeline(f"{k.name}({', '.join(k.args)});")
-            code.writeline("return td_error;")
+                args = [*k.args, f"&{ERROR_FLAG}"] if k.reports_errors() else list(k.args)
+                code.writeline(f"{k.name}({', '.join(args)});")
+            code.writeline(f"return {ERROR_FLAG};")
         code.writeline("}")
         return Segment(name, params, bool(in_workspace)), code.getvalue()

@@ -9,11 +9,14 @@
 #include <type_traits>
 
 // Errors found inside a kernel (an index out of range, an integer division by zero) are
-// recorded here; each entry point returns it and the Python wrapper raises the matching error.
-static int td_error = 0;
+// recorded in the error flag of the call: each entry point declares its own ``td_error``, passes
+// its address to the kernels that can find an error, and returns it; the Python wrapper raises
+// the matching error. A flag per call, not a global: calls from several threads run at once,
+// and an error must reach the call that found it and no other. (Several OpenMP threads of one
+// call may set it together, hence the atomic store.)
 enum { TD_OK = 0, TD_INDEX_OUT_OF_BOUNDS = 1, TD_INTEGER_DIVISION_BY_ZERO = 2 };
 
-static inline void td_set_error(int code) { __atomic_store_n(&td_error, code, __ATOMIC_RELAXED); }
+static inline void td_set_error(int* error, int code) { __atomic_store_n(error, code, __ATOMIC_RELAXED); }
 
 // Index arithmetic that may see negative numbers rounds toward minus infinity, as Python does.
 static inline int64_t td_floordiv(int64_t a, int64_t b) {
@@ -26,9 +29,9 @@ static inline int64_t td_floormod(int64_t a, int64_t b) {
 }
 
 // An index read from a tensor (gather): check it, and never read out of bounds.
-static inline int64_t td_check_index(int64_t i, int64_t size) {
+static inline int64_t td_check_index(int64_t i, int64_t size, int* error) {
   if (i < 0 || i >= size) {
-    td_set_error(TD_INDEX_OUT_OF_BOUNDS);
+    td_set_error(error, TD_INDEX_OUT_OF_BOUNDS);
     return 0;
   }
   return i;
@@ -36,13 +39,13 @@ static inline int64_t td_check_index(int64_t i, int64_t size) {
 
 // Integer division and remainder round toward zero (C's / and %), as torch's do. Division by
 // zero is an error instead of a crash; x / -1 wraps for the most negative x (we compile -fwrapv).
-template <typename T> static inline T td_div_trunc(T a, T b) {
-  if (b == 0) { td_set_error(TD_INTEGER_DIVISION_BY_ZERO); return 0; }
+template <typename T> static inline T td_div_trunc(T a, T b, int* error) {
+  if (b == 0) { td_set_error(error, TD_INTEGER_DIVISION_BY_ZERO); return 0; }
   if (std::is_signed<T>::value && b == static_cast<T>(-1)) return static_cast<T>(-a);
   return static_cast<T>(a / b);
 }
-template <typename T> static inline T td_fmod_int(T a, T b) {
-  if (b == 0) { td_set_error(TD_INTEGER_DIVISION_BY_ZERO); return 0; }
+template <typename T> static inline T td_fmod_int(T a, T b, int* error) {
+  if (b == 0) { td_set_error(error, TD_INTEGER_DIVISION_BY_ZERO); return 0; }
   if (std::is_signed<T>::value && b == static_cast<T>(-1)) return 0;
   return static_cast<T>(a % b);
 }

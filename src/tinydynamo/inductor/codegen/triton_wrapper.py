@@ -51,11 +51,11 @@ class TritonWrapperCodeGen(WrapperCodeGen):
         self.namespace = {"torch": torch, "empty_strided": torch.empty_strided, "device": device,
                           "reinterpret": reinterpret, "restride": restride,
                           "new_error_flag": new_error_flag, "check_error_flag": check_error_flag,
-                          "workspace_tensor": None,  # intermediates here are tensors of their own
                           **graph.constants}
         self._buffers = {b.name: b for b in graph.buffers}
         self._constant_count = 0
-        self._workspace_views = {}  # the C++ wrapper's; intermediates here are tensors of their own
+        self.workspace_offsets = {}  # no workspace: intermediates here are tensors of their own
+        self.uses_workspace = False
         self._load_kernels(timer)
 
     def _load_kernels(self, timer):

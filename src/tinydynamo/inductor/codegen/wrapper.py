@@ -12,13 +12,17 @@ outputs. Reading it shows exactly what a compiled graph does at run time::
             raise_kernel_error(error)
         return (buf1,)
 
-Intermediate buffers live in one workspace tensor, allocated once per compiled graph with the
-size the memory plan asks for, and reused by every call (so a compiled graph must not be
-called from two threads at once). Outputs are fresh tensors, from :func:`empty_output`, which
-gives large ones huge pages (``runtime/allocation.py``).
+Intermediate buffers live in a workspace: one uint8 tensor with the size the memory plan asks
+for. A workspace belongs to one call at a time (``with workspaces.take() as workspace:``), so
+calls from several threads at once each compute in their own, and later calls reuse the ones
+that earlier calls gave back. Outputs are fresh tensors, from :func:`empty_output`, which gives
+large ones huge pages (``runtime/allocation.py``). The C++ segments report errors through their
+return value, the error flag of that one call.
 """
+import contextlib
 import ctypes
 import math
+import typing
 
 import torch
 
@@ -38,6 +42,42 @@ def raise_kernel_error(code):
     if code == 2:
         raise ZeroDivisionError("tinydynamo kernel: integer division by zero")
     raise KernelRuntimeError(f"tinydynamo kernel failed with error code {code}")
+
+
+class Workspace(typing.NamedTuple):
+    tensor: torch.Tensor  # the bytes
+    address: int  # tensor.data_ptr(), for the C++ segments
+    views: dict  # buffer name -> that buffer's view of the bytes, for the extern kernels
+
+
+class WorkspacePool:
+    """The workspaces of one compiled graph: a call takes a free one, or a new one if every
+    workspace is in use by another call (in another thread), and gives it back when it ends."""
+
+    def __init__(self, nbytes, layouts):
+        self.nbytes = nbytes
+        self.layouts = layouts  # buffer name -> (offset, Layout) of each buffer in the workspace
+        self.free = []  # list.pop and list.append are atomic: no lock is needed
+
+    def new_workspace(self):
+        tensor = torch.empty(self.nbytes, dtype=torch.uint8)
+        views = {}
+        for name, (offset, layout) in self.layouts.items():
+            nbytes = layout.storage_size() * layout.dtype.itemsize
+            flat = tensor[offset:offset + nbytes].view(layout.dtype)
+            views[name] = torch.as_strided(flat, layout.size, layout.stride)
+        return Workspace(tensor, tensor.data_ptr(), views)
+
+    @contextlib.contextmanager
+    def take(self):
+        try:
+            workspace = self.free.pop()
+        except IndexError:
+            workspace = self.new_workspace()
+        try:
+            yield workspace
+        finally:
+            self.free.append(workspace)
 
 
 def reinterpret(tensor, size, stride, offset):
@@ -81,21 +121,12 @@ class WrapperCodeGen:
                           "raise_kernel_error": raise_kernel_error}
         self._buffers = {b.name: b for b in graph.buffers}
         self._constant_count = 0
-        self._workspace_views = {}
-        self._setup_workspace()
+        self.workspace_offsets = scheduler.workspace_offsets  # buffer name -> offset in the workspace
+        self.uses_workspace = scheduler.workspace_size > 0
+        self.namespace["workspaces"] = WorkspacePool(scheduler.workspace_size, {
+            name: (offset, self._buffer(name).layout) for name, offset in self.workspace_offsets.items()})
         self._setup_library(library)
         self.namespace.update(graph.constants)
-
-    def _setup_workspace(self):
-        size = self.scheduler.workspace_size
-        workspace = torch.empty(size, dtype=torch.uint8)
-        self.namespace["workspace_tensor"] = workspace  # kept alive as long as ``call`` is
-        self.namespace["workspace"] = workspace.data_ptr()
-        for name, offset in self.scheduler.workspace_offsets.items():
-            layout = self._buffer(name).layout
-            nbytes = layout.storage_size() * layout.dtype.itemsize
-            flat = workspace[offset:offset + nbytes].view(layout.dtype)
-            self._workspace_views[name] = torch.as_strided(flat, layout.size, layout.stride)
 
     def _setup_library(self, library):
         for segment in self.module.segments.values():
@@ -115,13 +146,24 @@ class WrapperCodeGen:
             names = [b.name for b in self.graph.graph_inputs]
             if names:
                 self.code.writeline(f"{', '.join(names)}, = args")
-            for pos, kernel in enumerate(self.scheduler.kernels):
-                if isinstance(kernel, ExternKernelSchedulerNode):
-                    self._extern_call(kernel)
-                elif pos in self.module.segments:
-                    self._segment_call(pos)
-            self.code.writeline(f"return {self._value(self.graph.graph_outputs)}")
+            with contextlib.ExitStack() as stack:
+                if self.uses_workspace:
+                    self.code.writeline("with workspaces.take() as workspace:  # this call's own")
+                    stack.enter_context(self.code.indent())
+                self._steps()
+                self.code.writeline(f"return {self._value(self.graph.graph_outputs)}")
         return self.code.getvalue()
+
+    def _steps(self):
+        for pos, kernel in enumerate(self.scheduler.kernels):
+            if isinstance(kernel, ExternKernelSchedulerNode):
+                self._extern_call(kernel)
+            elif pos in self.module.segments:
+                self._segment_call(pos)
+
+    def _workspace_tensor(self):
+        """What ``restride`` compares an extern kernel's output with."""
+        return "workspace.tensor" if self.uses_workspace else "None"
 
     def _segment_call(self, pos):
         segment = self.module.segments[pos]
@@ -137,7 +179,7 @@ class WrapperCodeGen:
                                         f"{layout.dtype})")
         pointers = [f"{name}.data_ptr()" for name in segment.params]
         if segment.uses_workspace:
-            pointers.append("workspace")
+            pointers.append("workspace.address")
         self.code.writeline(f"if (error := {segment.name}({', '.join(pointers)})):")
         self.code.writeline("    raise_kernel_error(error)")
 
@@ -151,13 +193,13 @@ class WrapperCodeGen:
         self.code.writeline(f"# {kernel.kernel_name()}")
         if kernel.layout is not None:
             self.code.writeline(f"{kernel.name} = restride({call}, {kernel.layout.size}, {kernel.layout.stride}, "
-                                "workspace_tensor)")
+                                f"{self._workspace_tensor()})")
             return
         self.code.writeline(f"{kernel.name} = {call}")
         for name in node.output_names():
             out = self._buffer(name)
             self.code.writeline(f"{name} = restride({kernel.name}[{out.index}], "
-                                f"{out.layout.size}, {out.layout.stride}, workspace_tensor)")
+                                f"{out.layout.size}, {out.layout.stride}, {self._workspace_tensor()})")
 
     def _value(self, value):
         """Python source for an argument or output: a tensor expression or a constant."""
@@ -171,8 +213,8 @@ class WrapperCodeGen:
             return (f"reinterpret({self._value(value.data)}, {layout.size}, {layout.stride}, "
                     f"{layout.offset})")
         if isinstance(value, ir.Buffer):
-            if value.name in self._workspace_views:
-                self.namespace[value.name] = self._workspace_views[value.name]
+            if value.name in self.workspace_offsets:
+                return f"workspace.views[{value.name!r}]"
             return value.name
         if _is_literal(value):
             return repr(value)

@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import os
 import tempfile
+import threading
 
 import triton
 import triton.language as tl
@@ -71,6 +72,8 @@ def interpreter_mode(interpret):
 
 
 _interpreted_versions = {}  # Triton library JITFunction -> its InterpretedFunction
+# interpreted_library patches modules, which every thread sees: one interpreted launch at a time.
+_interpreter_lock = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -80,27 +83,29 @@ def interpreted_library():
     On exit, every attribute of ``triton.language`` and its submodules is put back as it was:
     the interpreter patches ``triton.language.core`` when a kernel calls a library function and
     does not undo it, which would break a later GPU compilation in the same process. (Names it
-    adds stay: its rewritten functions, which it caches, use them.)
+    adds stay: its rewritten functions, which it caches, use them.) Threads take turns: the
+    modules are shared, so one thread's exit would otherwise undo another's patches.
     """
     import triton.experimental.gluon  # noqa: F401  (a launch imports it; it must see the originals)
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     modules = (tl, tl.core, tl.standard, tl.math)
-    saved = [(module, dict(vars(module))) for module in modules]
-    for module in modules:
-        for name, value in list(vars(module).items()):
-            if isinstance(value, JITFunction):
-                if value not in _interpreted_versions:
-                    _interpreted_versions[value] = InterpretedFunction(value.fn)
-                setattr(module, name, _interpreted_versions[value])
-    try:
-        yield
-    finally:
-        for module, attributes in saved:
-            for name, value in attributes.items():
-                if vars(module).get(name) is not value:
-                    setattr(module, name, value)
+    with _interpreter_lock:
+        saved = [(module, dict(vars(module))) for module in modules]
+        for module in modules:
+            for name, value in list(vars(module).items()):
+                if isinstance(value, JITFunction):
+                    if value not in _interpreted_versions:
+                        _interpreted_versions[value] = InterpretedFunction(value.fn)
+                    setattr(module, name, _interpreted_versions[value])
+        try:
+            yield
+        finally:
+            for module, attributes in saved:
+                for name, value in attributes.items():
+                    if vars(module).get(name) is not value:
+                        setattr(module, name, value)
 
 
 def _write_atomically(path, text):

@@ -19,6 +19,7 @@ import numpy
 import torch
 from triton.runtime.interpreter import InterpretedFunction
 
+from ...utils import compile_lock
 from . import autotune_cache
 from .triton_codecache import interpreted_library
 
@@ -145,7 +146,9 @@ class TritonKernelLauncher:
 
     def run(self, *args):
         if self.config is None:
-            self.config = self.autotune(args)
+            with compile_lock:  # threads making the first call at once: one autotunes
+                if self.config is None:
+                    self.config = self.autotune(args)
         self.launch(self.config, args)
 
     def autotune(self, args):
