@@ -269,8 +269,16 @@ class DispatchTracer(TorchDispatchMode):
                 self._track(result, next(values), view=None)
         assert num_fresh_results(func) + len(infos) == len(functional._schema.returns)
         for info, value in zip(infos, values):
-            self._write(info, value)
+            self._write(info, self._cast_to_dtype_of(info.tensor, value))
         return out
+
+    def _cast_to_dtype_of(self, tensor, value):
+        """An in-place op keeps its argument's dtype: ``add_`` of a float64 on a float32 tensor
+        writes float32, where the functional ``add`` promotes to float64. As in PyTorch's
+        ``FunctionalTensorWrapper::replace_``, the new value is cast back with ``_to_copy``."""
+        if value.meta["val"].dtype == tensor.dtype:
+            return value
+        return self._emit_on_meta(aten._to_copy.default, (value,), {"dtype": tensor.dtype})
 
     # ----------------------------------------------------------------- tensors -> nodes
     def _graph_args(self, tree):

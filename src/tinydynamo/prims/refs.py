@@ -1016,9 +1016,9 @@ def flip(a, dims):
 
 @register_decomposition(aten.cat.default)
 def cat(tensors, dim=0):
+    dtype = result_type(*tensors)  # over every tensor, the skipped ones too
     # aten skips legacy empty 1-d tensors (shape [0]) when the others have more dims
     tensors = [t for t in tensors if not (t.ndim == 1 and t.numel() == 0)] or list(tensors[:1])
-    dtype = result_type(*tensors)
     return prims.cat([to_dtype(t, dtype) for t in tensors], canonical_dim(dim, tensors[0].ndim))
 
 

@@ -1,0 +1,142 @@
+"""Eager's semantics, op by op, through the default pipeline (dynamo → aot → prims → inductor).
+
+Each case is a tiny function that a new user wrote and that once came back different from eager:
+a wrong dtype, a wrong NaN, a layout ``.view`` rejects, a lost ``requires_grad``, or an error
+where eager works. The compiled function must give eager's outputs (values, dtype, shape,
+strides, requires_grad), leave its inputs as eager does, give eager's gradients, and raise where
+eager raises. Where tinydynamo cannot match eager it must fall back (a graph break or an extern
+kernel), never compute something else.
+"""
+import contextlib
+
+import pytest
+import torch
+
+import tinydynamo
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+FLOAT_TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+
+
+def _tensors(value):
+    """The tensors of a (nested) output, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _strides(t):
+    """Strides that matter: a dim of size 1 can have any stride."""
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+def assert_like_eager_tensor(actual, expected, what):
+    assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape), \
+        f"{what}: {actual.dtype}{list(actual.shape)}, eager {expected.dtype}{list(expected.shape)}"
+    assert actual.requires_grad == expected.requires_grad, f"{what}: requires_grad {actual.requires_grad}"
+    torch.testing.assert_close(actual, expected, equal_nan=True, **FLOAT_TOLERANCE, msg=lambda m: f"{what}: {m}")
+    assert _strides(actual) == _strides(expected), f"{what}: strides {actual.stride()}, eager {expected.stride()}"
+
+
+def _run(fn, inputs, context):
+    """(outputs, None) or (None, the exception); gradients of the inputs land in their .grad."""
+    try:
+        with context():
+            out = fn(*inputs)
+    except Exception as error:
+        return None, error
+    differentiable = [t for t in _tensors(out) if t.requires_grad and t.is_floating_point()]
+    if differentiable:
+        sum(t.sum() for t in differentiable).backward()
+    return out, None
+
+
+def assert_like_eager(fn, make_inputs, context=contextlib.nullcontext):
+    """Run fn eagerly and compiled (default inductor backend) on fresh inputs and compare."""
+    tinydynamo.reset()
+    torch.manual_seed(0)
+    expected_inputs = make_inputs()
+    torch.manual_seed(0)
+    inputs = make_inputs()
+    expected, expected_error = _run(fn, expected_inputs, context)
+    actual, error = _run(tinydynamo.compile(fn), inputs, context)
+    if expected_error is not None:
+        assert error is not None, f"eager raised {expected_error!r}; compiled returned {actual}"
+        return
+    assert error is None, f"eager returned {expected}; compiled raised {error!r}"
+    assert len(_tensors(actual)) == len(_tensors(expected))
+    for i, (a, e) in enumerate(zip(_tensors(actual), _tensors(expected))):
+        assert_like_eager_tensor(a, e, f"output {i}")
+    for i, (a, e) in enumerate(zip(_tensors(inputs), _tensors(expected_inputs))):
+        assert_like_eager_tensor(a.detach(), e.detach(), f"input {i} after the call")
+        assert (a.grad is None) == (e.grad is None), f"input {i}: grad {a.grad}, eager {e.grad}"
+        if e.grad is not None:
+            assert_like_eager_tensor(a.grad, e.grad, f"grad of input {i}")
+
+
+def randn(*shape, dtype=torch.float32, requires_grad=False):
+    return lambda: torch.randn(shape, dtype=dtype, requires_grad=requires_grad)
+
+
+def inputs(*makers):
+    return lambda: tuple(make() for make in makers)
+
+
+CASES = {}
+
+
+def case(make_inputs, context=contextlib.nullcontext):
+    def register(fn):
+        CASES[fn.__name__] = (fn, make_inputs, context)
+        return fn
+    return register
+
+
+# --------------------------------------------------------------------------- type promotion
+
+@case(inputs(randn(3), randn(3, dtype=torch.float64)))
+def in_place_op_keeps_self_dtype(x, y):
+    t = x * 2
+    t.add_(y)  # a float64 operand, a float32 self: the result stays float32
+    return t + 1
+
+
+@case(inputs(randn(2, 3), randn(3, dtype=torch.float64), randn(dtype=torch.float64)))
+def other_in_place_ops_keep_self_dtype(x, y, z):
+    t, u, v = x * 1, x * 2, x * 3
+    t.mul_(y)
+    u.sub_(z).div_(y)
+    v.clamp_(min=-0.5).addcmul_(y, y)
+    return t, u, v
+
+
+@case(inputs(lambda: torch.tensor(1.5, dtype=torch.bfloat16), lambda: torch.tensor(2.0, dtype=torch.float16)))
+def in_place_mul_of_0d_bfloat16_by_0d_float16(x, y):
+    t = x * 1
+    t.mul_(y)
+    return t
+
+
+@case(inputs(lambda: torch.randint(-5, 5, (4,)), randn(4)))
+def in_place_op_on_an_input_keeps_its_dtype(i, x):
+    x.add_(i)
+    return x * 2
+
+
+@case(inputs(lambda: torch.zeros(0, dtype=torch.bool), lambda: torch.zeros(0)))
+def cat_of_empty_bool_and_empty_float(a, b):
+    return torch.cat([a, b])
+
+
+@case(inputs(lambda: torch.zeros(0, 3, dtype=torch.int64), randn(2, 3, dtype=torch.bfloat16),
+             lambda: torch.ones(2, 3, dtype=torch.int32)))
+def cat_promotes_over_every_input(a, b, c):
+    return torch.cat([a, b]), torch.cat([a, c]), torch.stack([b, c])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_like_eager(name):
+    assert_like_eager(*CASES[name])
+
