@@ -136,7 +136,110 @@ def cat_promotes_over_every_input(a, b, c):
     return torch.cat([a, b]), torch.cat([a, c]), torch.stack([b, c])
 
 
+# --------------------------------------------------------------------------- NaN and Inf
+
+@case(inputs(randn(3, 1), randn(1, 1, dtype=torch.float64), randn(4, 1, 5, dtype=torch.bfloat16)))
+def variance_over_a_size_1_dim_is_nan(x, y, z):
+    return x.var(1), x.std(1, keepdim=True), torch.var_mean(y, 0), z.var(1), x.var(1, correction=0)
+
+
+@case(inputs(randn(0, 3), randn(2, 0)))
+def variance_and_mean_over_a_0_size_dim(x, y):
+    return x.var(0), x.mean(0), y.std(1), torch.var_mean(x, 0, correction=0)
+
+
+@case(inputs(randn(1, 4), randn(1, 33, dtype=torch.float64)))
+def zero_over_zero_is_nan(y, z):
+    return (y - y.sum(0)) / 0, (z - z.mean(0)) / 0, torch.zeros_like(y) / torch.zeros_like(y), y / 0
+
+
+@case(inputs(randn(3, 1), randn(1, 1, 40), randn(2, 1, dtype=torch.bfloat16)))
+def log_softmax_over_a_size_1_dim_is_0(x, y, z):
+    return torch.log_softmax(x, 1), torch.log_softmax(y, 1), torch.softmax(y, 1), torch.log_softmax(z, 1)
+
+
+@case(inputs(randn(3, 1, requires_grad=True)))
+def log_softmax_over_a_size_1_dim_and_its_gradient(x):
+    return torch.log_softmax(x * 2, 1)
+
+
+@case(inputs(lambda: torch.tensor([[float("nan"), 1.0, float("inf")], [-float("inf"), 0.0, -0.0]])))
+def nan_and_inf_propagate(x):
+    return (x.amax(1), x.amin(0), x.sum(1), torch.maximum(x, x.flip(0)), torch.clamp(x, -1, 1),
+            torch.relu(x), x.max(1).values, torch.exp(x), x * 0, torch.where(x > 0, x, -x))
+
+
+# --------------------------------------------------------------------------- autograd state
+
+@case(inputs(randn(3), randn(3)))
+def requires_grad_on_an_input(x, w):
+    w.requires_grad_(True)
+    return x * w
+
+
+@case(inputs(randn(3)))
+def requires_grad_on_a_detached_input(x):
+    y = x.detach().requires_grad_(True)
+    return y * 2
+
+
+@case(inputs(randn(3, requires_grad=True)))
+def requires_grad_on_an_intermediate(x):
+    y = (x * 3).detach()
+    y.requires_grad_()
+    return y.sin(), x.cos()
+
+
+@case(inputs(randn(3, requires_grad=True)), context=torch.no_grad)
+def enable_grad_under_an_outer_no_grad(x):
+    with torch.enable_grad():
+        y = x * 2
+    return y, x * 3
+
+
+@case(inputs(randn(3, requires_grad=True)), context=torch.no_grad)
+def set_grad_enabled_under_an_outer_no_grad(x):
+    torch.set_grad_enabled(True)
+    y = x.exp()
+    torch.set_grad_enabled(False)
+    return y
+
+
+@case(inputs(randn(3, requires_grad=True)))
+def autograd_grad_inside_the_function(x):
+    y = (x * x).sum()
+    grad, = torch.autograd.grad(y, x)
+    return grad * 2
+
+
+@case(inputs(randn(3)))
+def autograd_grad_of_a_detached_input(x):
+    x = x.detach().requires_grad_()
+    grad, = torch.autograd.grad((x.sin()).sum(), x)
+    return grad
+
+
+@case(inputs(randn(3, requires_grad=True)), context=torch.no_grad)
+def autograd_grad_under_an_outer_no_grad_raises(x):
+    return torch.autograd.grad((x * x).sum(), x)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_like_eager(name):
     assert_like_eager(*CASES[name])
 
+
+def test_autograd_grad_with_create_graph_gives_eager_first_derivatives_and_refuses_a_second():
+    """``torch.autograd.grad(..., create_graph=True)`` inside the function runs the compiled
+    backward: its result is eager's and requires grad as eager's does, but differentiating it
+    again raises (as with torch.compile) instead of giving a wrong second derivative."""
+    def fn(x):
+        grad, = torch.autograd.grad((x * x * x).sum(), x, create_graph=True)
+        return grad * 2
+
+    x = torch.randn(3, requires_grad=True)
+    tinydynamo.reset()
+    actual, expected = tinydynamo.compile(fn)(x), fn(x)
+    assert_like_eager_tensor(actual, expected, "output")
+    with pytest.raises(RuntimeError, match="double backward"):
+        actual.sum().backward()
