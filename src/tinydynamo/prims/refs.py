@@ -206,7 +206,7 @@ def _add_scaled(prim, a, b, alpha):
         return elementwise(prim, a, b * alpha)
     dtype = result_type(a, b)
     a, b = promote_and_broadcast(a, b, dtype=opmath_dtype(dtype))
-    return to_dtype(prim(a, prims.mul(b, alpha)), dtype)
+    return to_dtype(prim(a, prims.mul(b, scalar_of(alpha, b.dtype))), dtype)  # bools: alpha=2 is True
 
 
 @register_decomposition(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -768,7 +768,10 @@ def _to_copy(a, *, dtype=None, layout=None, device=None, pin_memory=None, non_bl
 
 @register_decomposition(aten.copy.default)
 def copy(a, src, non_blocking=False):
-    """Functional copy_: src's values, broadcast to a's shape, in a's dtype."""
+    """Functional copy_: src's values (a tensor or a Python number), broadcast to a's shape, in
+    a's dtype."""
+    if not isinstance(src, torch.Tensor):
+        return constant_like(a, src)
     _check_same_device(src, a.device, "copy")
     return prims.convert_element_type(broadcast_to(src, a.shape), a.dtype)
 
