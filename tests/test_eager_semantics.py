@@ -285,6 +285,12 @@ def reductions_over_a_0_size_dim(x, i):
     return x.sum(0), x.mean(0), x.prod(0), i.sum(1), x.sum(), x.mean(), x.amax(1), i.amin(0), x.any(0), x.all(0)
 
 
+@case(inputs(lambda: torch.randint(-4, 5, (1, 0)).expand(2, 0), randn(2, 2, 0, dtype=torch.float64)))
+def reductions_down_columns_of_no_columns(i, x):
+    """Found by the random checker: a column reduction tiled its 0 columns (ZeroDivisionError)."""
+    return i.prod(0), x.var(0), x.sum(1)
+
+
 @case(inputs(randn(0, 3)))
 def amax_over_an_empty_dim_raises(x):
     return x.amax(0)
@@ -317,6 +323,14 @@ def a_write_through_an_expanded_input_raises(x):
 def a_write_to_an_expanded_input_raises(x):
     x.mul_(2)
     return x
+
+
+@case(inputs(lambda: torch.randn(1, 3).expand(4, 3)))
+def a_copy_of_an_expanded_input_into_itself_writes_nothing(x):
+    """Found by the random checker: aten's copy_ returns at once when src is self; it was
+    recorded as a mutation, whose write-back into the expanded input raised."""
+    x.copy_(x)
+    return x / 2
 
 
 @case(inputs(lambda: torch.randn(1, 3).expand(4, 3)))

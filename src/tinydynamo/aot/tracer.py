@@ -184,6 +184,8 @@ class DispatchTracer(TorchDispatchMode):
         _check_traceable(func, args)
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
+        if func is aten.copy_.default and args[0] is args[1]:
+            return func(*args, **kwargs)  # aten returns at once: nothing is written (even to an expanded tensor)
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:
             return self._trace_mutation(func, args, kwargs, mutated)

@@ -554,8 +554,8 @@ class CppKernel(Kernel):
         """
         nodes = self.fused.nodes
         first = nodes[0]
-        if not first.ranges or self.fused.outer != first.ranges or not first.rindex:
-            return None
+        if not first.ranges or self.fused.outer != first.ranges or not first.rindex or 0 in first.ranges:
+            return None  # (no output element: nothing to tile)
         names = {n.name for n in nodes}
         if any(not n.is_reduction() or n.ranges != first.ranges or n.reduction_ranges != first.reduction_ranges
                or n.read_names() & names for n in nodes):
