@@ -176,6 +176,14 @@ def nan_and_inf_propagate(x):
             torch.relu(x), x.max(1).values, torch.exp(x), x * 0, torch.where(x > 0, x, -x))
 
 
+@case(inputs(lambda: torch.tensor([-90.0, -100.0, -103.9, -104.5, -80.0, -float("inf"), float("nan")] * 5),
+             lambda: torch.tensor([-720.0, -740.0, -746.0, -float("inf")], dtype=torch.float64)))
+def exp_with_a_subnormal_result_is_not_flushed_to_zero(x, y):
+    """Found by reading the C++ prelude: exp flushed results below float's smallest normal
+    number to 0, so log(exp(-90)) was -inf (eager: -90)."""
+    return torch.log(torch.exp(x)), torch.exp(x) > 0, torch.exp(y) > 0, torch.log(torch.exp(y))
+
+
 # --------------------------------------------------------------------------- autograd state
 
 @case(inputs(randn(3), randn(3)))
@@ -289,6 +297,18 @@ def integer_max_and_min_reductions(a, b, c):
 @case(inputs(randbool(3, 33), randint(3, 33)))
 def bool_reductions(a, i):
     return a.amax(1), a.amin(0), a.sum(1), a.any(1), a.all(0), i.sum(1), i.prod(0), a.max()
+
+
+@case(inputs(randn(), randn(2, 7, dtype=torch.float64, requires_grad=True)))
+def sign_of_a_bool(s, x):
+    """Found by the random checker: prims.sign refused the bool that eager's sign returns as is."""
+    y = torch.maximum(x, s)
+    return torch.sign(y.any(0)), torch.sgn(y > 0), y.mean()
+
+
+@case(inputs(randbool(3, 5)))
+def unary_ops_of_bools(a):
+    return torch.exp(a), torch.reciprocal(a), torch.square(a), ~a, torch.sigmoid(a), a.float().sign()
 
 
 @case(inputs(randbool(4), randbool(4), randint(4)))

@@ -14,8 +14,9 @@ there too, run by Triton's interpreter.
 The graph is specialized to the shapes, dtypes and strides of the example inputs. The callable
 checks the strides of each call's inputs, and compiles a new variant when they differ (eager
 code passes non-contiguous tensors freely, and the kernels index memory with the strides).
-Outputs are contiguous, except that an output which is a view (of an input or of another
-output) is returned as that view, with eager's strides.
+Outputs have eager's strides: an output is contiguous unless eager lays it out otherwise
+(``x.t() * 2`` is laid out like ``x.t()``, see ``GraphLowering``), and an output which is a view
+(of an input or of another output) is returned as that view.
 """
 import warnings
 

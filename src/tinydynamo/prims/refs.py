@@ -156,13 +156,19 @@ def _register_unary(op, prim, int_to_float=False):
 
 for _op, _prim in ((aten.abs, prims.abs), (aten.neg, prims.neg), (aten.floor, prims.floor),
                    (aten.ceil, prims.ceil), (aten.round, prims.round), (aten.trunc, prims.trunc),
-                   (aten.sign, prims.sign), (aten.bitwise_not, prims.bitwise_not)):
+                   (aten.bitwise_not, prims.bitwise_not)):
     _register_unary(_op.default, _prim)
 for _op, _prim in ((aten.exp, prims.exp), (aten.log, prims.log), (aten.log1p, prims.log1p),
                    (aten.expm1, prims.expm1), (aten.sqrt, prims.sqrt), (aten.rsqrt, prims.rsqrt),
                    (aten.sin, prims.sin), (aten.cos, prims.cos), (aten.tanh, prims.tanh),
                    (aten.erf, prims.erf), (aten.reciprocal, prims.reciprocal)):
     _register_unary(_op.default, _prim, int_to_float=True)
+
+
+@register_decomposition(aten.sign.default, aten.sgn.default)
+def sign(a):
+    """-1, 0 or 1; a bool is its own sign (eager returns it as a bool)."""
+    return prims.convert_element_type(a, a.dtype) if a.dtype == torch.bool else elementwise(prims.sign, a)
 
 
 def _register_binary(overloads, prim, int_to_float=False):
