@@ -220,11 +220,14 @@ def test_two_calls_before_backward_keep_their_own_saved_values():
     assert_close([x1.grad, x2.grad, w.grad], list(expected))
 
 
-def test_double_backward_raises_a_clear_error():
+def test_create_graph_gives_first_derivatives_and_a_second_raises_a_clear_error():
     (x,) = leaves((3,))
     out = compile_fn(lambda x: (x * 2).sin(), x)(x).sum()
+    grad, = torch.autograd.grad(out, x, create_graph=True)
+    assert_close(grad, 2 * (x * 2).cos())
+    assert grad.requires_grad
     with pytest.raises(RuntimeError, match="double backward"):
-        torch.autograd.grad(out, x, create_graph=True)
+        grad.sum().backward()
 
 
 class NoGradRegion(torch.nn.Module):

@@ -292,7 +292,7 @@ def test_mutating_a_tensor_constant_raises_before_running_it():
     [
         (lambda x: x + x.sum().item(), "depends on tensor data"),
         (lambda x: x[x > 0], "depends on tensor data"),
-        (lambda x: x.t_(), "metadata in place"),
+        (lambda x: x.t_(), "t_.default on an input"),
         (lambda x: x.resize_(20), "resizes"),
         (lambda x: (x * 1).t().as_strided([2], [1]) * 2, "as_strided of a non-contiguous tensor"),
         (lambda x: (x * 1)[1:].as_strided([2], [1], 0) * 2, "as_strided reaching outside"),

@@ -60,8 +60,9 @@ def unary_samples(float_only=False, domain=None, ints=True, bools=False):
     return samples
 
 
-add([aten.abs.default, aten.neg.default, aten.sign.default, aten.floor.default, aten.ceil.default,
+add([aten.abs.default, aten.neg.default, aten.floor.default, aten.ceil.default,
      aten.round.default, aten.trunc.default], unary_samples())
+add([aten.sign.default, aten.sgn.default], unary_samples(bools=True))
 add([aten.exp.default, aten.expm1.default, aten.sin.default, aten.cos.default, aten.tanh.default,
      aten.erf.default, aten.sigmoid.default, aten.reciprocal.default], unary_samples())
 add([aten.log.default, aten.log1p.default, aten.sqrt.default, aten.rsqrt.default],

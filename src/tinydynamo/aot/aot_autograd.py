@@ -76,13 +76,22 @@ def _example_values(gm):
     return examples
 
 
+def _switches_grad_on(gm):
+    """Does the program turn grad mode on itself (``with torch.enable_grad():``, which Dynamo
+    records as ``torch._C._set_grad_enabled(True)``)? Under an outer ``no_grad`` its outputs
+    may then require grad."""
+    return isinstance(gm, fx.GraphModule) and any(
+        node.op == "call_function" and node.target is torch._C._set_grad_enabled and node.args[0]
+        for node in gm.graph.nodes)
+
+
 def aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler=None, partition_fn=None):
     """Compile ``gm`` ahead of time for autograd; returns a callable taking the same inputs."""
     bw_compiler = bw_compiler or fw_compiler
     partition_fn = partition_fn or default_partition
     lifted, flat_fn = _lift_parameters_and_buffers(gm)
     inputs = [*lifted, *example_inputs]
-    with_backward = torch.is_grad_enabled() and any(
+    with_backward = (torch.is_grad_enabled() or _switches_grad_on(gm)) and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in inputs
     )
     captured = capture(flat_fn, inputs, with_backward=with_backward)

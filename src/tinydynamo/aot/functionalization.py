@@ -28,6 +28,15 @@ IDENTITY_VIEWS = frozenset({aten.detach.default, aten.alias.default})
 # each call gets a fresh tensor, as in eager.
 TRACED_AS = {aten.lift_fresh.default: aten.lift_fresh_copy.default}
 
+# In-place view ops change a tensor's metadata, not its values: the tensor's new value is the
+# view op on the right applied to its old one. ``torch.matmul`` of a vector squeezes its result
+# in place.
+IN_PLACE_VIEWS = {
+    aten.squeeze_.default: aten.squeeze.default, aten.squeeze_.dim: aten.squeeze.dim,
+    aten.squeeze_.dims: aten.squeeze.dims, aten.unsqueeze_.default: aten.unsqueeze.default,
+    aten.t_.default: aten.t.default, aten.transpose_.default: aten.transpose.int,
+}
+
 # Ops that mutate an argument although their schema does not say so.
 _UNDECLARED_MUTATIONS = {
     # native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)

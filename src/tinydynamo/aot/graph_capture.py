@@ -134,7 +134,8 @@ def _run_forward(tracer, fn, inputs, with_backward):
     # whose outputs depend on the grad mode it runs under (its compiled forward runs without grad).
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
           _onednn_disabled()):
-        with torch.set_grad_enabled(with_backward), tracer:
+        # A program that switches grad on itself is traced from the grad mode it is called in.
+        with torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer:
             return fn(*inputs)
 
 
@@ -163,6 +164,7 @@ def capture(fn, inputs, *, with_backward):
         graph_output_devices=[t.device for t in graph_outputs],
         graph_output_requires_grad=[t.requires_grad for t in graph_outputs],
         traced_with_grad=with_backward,
+        enables_grad=with_backward and not torch.is_grad_enabled(),
     )
     forward_nodes = [tracer.value_of(t) for t in graph_outputs]
     if not (with_backward and meta.differentiable_outputs):

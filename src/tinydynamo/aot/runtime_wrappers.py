@@ -24,6 +24,7 @@ class CompiledFunction(torch.autograd.Function):
         outputs = runtime.forward(*args)
         graph_outputs, saved = outputs[: meta.num_graph_outputs], outputs[meta.num_graph_outputs :]
         ctx.runtime = runtime
+        ctx.differentiable_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
         ctx.set_materialize_grads(False)  # None gradients are turned into zeros below
         ctx.save_for_backward(*saved)
         ctx.mark_non_differentiable(
@@ -33,18 +34,33 @@ class CompiledFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        if torch.is_grad_enabled():
-            # The backward graph's ops are not recorded by autograd, so a second derivative
-            # would silently come out as zero: refuse, whatever create_graph is used for.
-            raise RuntimeError(
-                "tinydynamo.aot: double backward (create_graph=True) through a compiled graph "
-                "is unsupported"
-            )
         meta = ctx.runtime.meta
         tangents = [_tangent(grad_outputs[i], meta, i) for i in meta.differentiable_outputs]
-        grads = iter(ctx.runtime.backward(*ctx.saved_tensors, *tangents))
+        if torch.is_grad_enabled():  # create_graph=True
+            backward_inputs = [*ctx.saved_tensors, *tangents]
+            grads = iter(CompiledBackward.apply(ctx.runtime, len(backward_inputs), *backward_inputs,
+                                                *ctx.differentiable_inputs))
+        else:
+            grads = iter(ctx.runtime.backward(*ctx.saved_tensors, *tangents))
         grad_inputs = set(meta.grad_inputs)
         return None, *(next(grads) if i in grad_inputs else None for i in range(len(meta.inputs)))
+
+
+class CompiledBackward(torch.autograd.Function):
+    """The backward graph run with ``create_graph=True`` (``torch.autograd.grad`` inside a
+    compiled function). Its gradients cannot be differentiated again: the backward graph's ops
+    are not recorded by autograd, so a second derivative would silently come out wrong. They
+    are made to depend on the forward's differentiable inputs (passed after the backward
+    graph's inputs, unused), so that they require grad as eager's do, and any use of them in a
+    second backward raises, as in PyTorch's aot_autograd."""
+
+    @staticmethod
+    def forward(ctx, runtime, num_backward_inputs, *args):
+        return tuple(runtime.backward(*args[:num_backward_inputs]))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise RuntimeError("tinydynamo.aot: double backward through a compiled graph is unsupported")
 
 
 def _tangent(grad, meta, index):
@@ -88,7 +104,7 @@ class RuntimeWrapper:
         return tree_unflatten(outputs, self.meta.output_spec)
 
     def _run_graphs(self, args):
-        needs_grad = torch.is_grad_enabled() and any(
+        needs_grad = (torch.is_grad_enabled() or self.meta.enables_grad) and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in args
         )
         if needs_grad and not self.meta.traced_with_grad:
@@ -97,7 +113,8 @@ class RuntimeWrapper:
                 "requiring grad), but is now called with inputs that require grad; recompile"
             )
         if needs_grad and self.backward is not None:
-            return CompiledFunction.apply(self, *args)
+            with torch.enable_grad():  # under an outer no_grad, for a program that enables grad
+                return CompiledFunction.apply(self, *args)
         with torch.no_grad():
             return self.forward(*args)[: self.meta.num_graph_outputs]
 

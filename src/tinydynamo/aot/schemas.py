@@ -89,6 +89,7 @@ class ViewAndMutationMeta:
     graph_output_devices: list
     graph_output_requires_grad: list
     traced_with_grad: bool  # False: compiled for inference, calls must not need autograd
+    enables_grad: bool  # traced under no_grad, the program switches grad mode on itself
     # The inputs whose gradients the backward graph returns, in order.
     grad_inputs: list = dataclasses.field(default_factory=list)
 

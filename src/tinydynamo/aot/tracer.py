@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from .functionalization import (
     IDENTITY_VIEWS,
+    IN_PLACE_VIEWS,
     TRACED_AS,
     as_strided_arguments,
     functional_arguments,
@@ -52,6 +53,7 @@ class StorageInfo:
     is_constant: bool = False  # a tensor the program did not compute, stored on the graph module
     version: int = 0  # bumped by every mutation, through the base or through any view
     shared_with_other_inputs: bool = False
+    self_overlapping: bool = False  # an expanded input: several of its elements share memory
 
 
 @dataclasses.dataclass(eq=False)
@@ -113,6 +115,10 @@ def _check_writable(storage, func):
         raise NotImplementedError(
             f"tinydynamo.aot: {func} mutates a graph input that shares memory with another input"
         )
+    if storage.self_overlapping:  # eager writes every element that shares the memory
+        raise NotImplementedError(
+            f"tinydynamo.aot: {func} writes to an expanded graph input, whose elements share memory"
+        )
     if storage.is_constant:
         raise NotImplementedError(
             f"tinydynamo.aot: {func} mutates a tensor constant; make it a buffer or an input"
@@ -147,6 +153,7 @@ class DispatchTracer(TorchDispatchMode):
             self._set_val(node, value, value.device)
             storage = self._track(value, node, view=None).storage
             storage.input_index = input_index
+            storage.self_overlapping = any(n > 1 and st == 0 for n, st in zip(value.shape, value.stride()))
             self._note_shared_input_storage(value, storage)
         else:
             node.meta["val"] = value
@@ -184,6 +191,10 @@ class DispatchTracer(TorchDispatchMode):
         _check_traceable(func, args)
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
+        if func in IN_PLACE_VIEWS:
+            return self._trace_view_in_place(func, args, kwargs)
+        if func is aten.copy_.default and args[0] is args[1]:
+            return func(*args, **kwargs)  # aten returns at once: nothing is written (even to an expanded tensor)
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:
             return self._trace_mutation(func, args, kwargs, mutated)
@@ -222,21 +233,42 @@ class DispatchTracer(TorchDispatchMode):
     def _trace_restride(self, args, kwargs):
         """``as_strided_`` on a fresh, contiguous result (``adaptive_avg_pool2d`` restrides its
         output to the input's memory format): the tensor now reads its memory with other
-        strides. It is recorded as ``as_strided`` of its value, which becomes the tensor's new,
-        unshared value; a restride of an input or of a view addresses memory the graph does not
-        own: unsupported."""
+        strides. It is recorded as ``as_strided`` of its value (see ``_rebase``)."""
         tensor = args[0]
+        self._check_rebasable(tensor, aten.as_strided_.default)
+        if not tensor.is_contiguous() or tensor.storage_offset() != 0:
+            raise NotImplementedError("tinydynamo.aot: as_strided_ of a non-contiguous tensor; unsupported")
+        view_args = as_strided_arguments(*args, **kwargs)
+        node = self._emit_on_meta(aten.as_strided.default, (self.value_of(tensor), *view_args), {})
+        out = aten.as_strided_.default(*args, **kwargs)
+        self._rebase(tensor, node)
+        return out
+
+    def _trace_view_in_place(self, func, args, kwargs):
+        """``squeeze_``, ``t_``... (``torch.matmul`` of a vector squeezes its result in place):
+        recorded as the view op on the tensor's value (see ``_rebase``)."""
+        tensor = args[0]
+        self._check_rebasable(tensor, func)
+        node = self._emit_on_meta(IN_PLACE_VIEWS[func], (self.value_of(tensor), *args[1:]), kwargs)
+        out = func(*args, **kwargs)
+        self._rebase(tensor, node)
+        return out
+
+    def _check_rebasable(self, tensor, func):
+        """A tensor whose metadata changes in place gets a value of its own, unshared: refuse
+        a tensor whose memory an input, a constant or another tensor (a view) shares, since
+        writes through it would no longer reach them."""
         info = self._infos.get(id(tensor))
         if info is None or info.view is not None or info.storage.input_index is not None \
-                or info.storage.is_constant or not tensor.is_contiguous() or tensor.storage_offset() != 0:
+                or info.storage.is_constant \
+                or any(other.storage is info.storage for other in self._infos.values() if other is not info):
             raise NotImplementedError(
-                "tinydynamo.aot: as_strided_ of an input, a constant or a view; unsupported")
-        view_args = as_strided_arguments(*args, **kwargs)
-        node = self._emit_on_meta(aten.as_strided.default, (self._current(info), *view_args), {})
-        out = aten.as_strided_.default(*args, **kwargs)
+                f"tinydynamo.aot: {func} on an input, a constant, a view or a tensor with views; unsupported")
+
+    def _rebase(self, tensor, node):
+        """``tensor`` (changed in place by an op on its metadata) now holds ``node``'s value."""
         del self._infos[id(tensor)]
         self._track(tensor, node, view=None)
-        return out
 
     def _view_input(self, view, parent_node):
         """The node a view op reads: its parent, or for as_strided a contiguous copy of it."""
@@ -269,8 +301,16 @@ class DispatchTracer(TorchDispatchMode):
                 self._track(result, next(values), view=None)
         assert num_fresh_results(func) + len(infos) == len(functional._schema.returns)
         for info, value in zip(infos, values):
-            self._write(info, value)
+            self._write(info, self._cast_to_dtype_of(info.tensor, value))
         return out
+
+    def _cast_to_dtype_of(self, tensor, value):
+        """An in-place op keeps its argument's dtype: ``add_`` of a float64 on a float32 tensor
+        writes float32, where the functional ``add`` promotes to float64. As in PyTorch's
+        ``FunctionalTensorWrapper::replace_``, the new value is cast back with ``_to_copy``."""
+        if value.meta["val"].dtype == tensor.dtype:
+            return value
+        return self._emit_on_meta(aten._to_copy.default, (value,), {"dtype": tensor.dtype})
 
     # ----------------------------------------------------------------- tensors -> nodes
     def _graph_args(self, tree):

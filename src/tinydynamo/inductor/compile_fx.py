@@ -15,8 +15,9 @@ The graph is specialized to the shapes, dtypes and strides of the example inputs
 checks the strides of each call's inputs, and compiles a new variant when they differ (eager
 code passes non-contiguous tensors freely, and the kernels index memory with the strides),
 under the compile lock: threads may call it at once.
-Outputs are contiguous, except that an output which is a view (of an input or of another
-output) is returned as that view, with eager's strides.
+Outputs have eager's strides: an output is contiguous unless eager lays it out otherwise
+(``x.t() * 2`` is laid out like ``x.t()``, see ``GraphLowering``), and an output which is a view
+(of an input or of another output) is returned as that view.
 """
 import warnings
 

@@ -67,7 +67,7 @@ def extract_read_writes(buffer, index, rindex=()):
             buffer.data.inner_fn(index, rindex)
         else:
             buffer.data.inner_fn(index)
-    write = MemoryDep(buffer.name, buffer.layout.index(index))
+    write = MemoryDep(buffer.name, buffer.store_index(index))
     return ReadWrites(list(recorder.reads), [write], recorder.index_exprs)
 
 

@@ -10,10 +10,12 @@ import re
 
 import torch
 import torch.fx
+from torch.utils._pytree import tree_leaves
 
 from .._logging import trace_artifact
 from ..prims.primitives import Prim
 from . import ir
+from .indexing import contiguous_strides
 from .lowering import lowerings
 from .virtualized import V
 
@@ -42,6 +44,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node = None  # the FX node being lowered
         self._uses = _count_uses(gm.graph)
         self._needs_buffer = _needs_buffer(gm.graph)
+        self._output_strides = _original_output_strides(gm.graph)
 
     def run(self, *example_inputs):
         for i, x in enumerate(example_inputs):
@@ -57,6 +60,8 @@ class GraphLowering(torch.fx.Interpreter):
         value = super().run_node(node)
         if node.op != "call_function":
             return value
+        if node in self._output_strides and isinstance(value, (ir.Loops, ir.GenericView)):
+            return self.realize(value, self._output_strides[node])
         if isinstance(value, ir.Reduction):
             return self.realize(value)
         if isinstance(value, ir.Pointwise) and self._should_realize(node, value):
@@ -106,13 +111,19 @@ class GraphLowering(torch.fx.Interpreter):
         self.buffers.append(buffer)
         return buffer
 
-    def realize(self, value):
-        """Give ``value`` memory: a buffer or a view of one is returned as it is."""
+    def realize(self, value, stride=None):
+        """Give ``value`` memory: a buffer or a view of one is returned as it is. By default
+        the memory is contiguous; ``stride`` (a permutation of contiguous strides) asks for
+        another order of the dims in memory."""
         if isinstance(value, (ir.Buffer, ir.ReinterpretView)):
             return value
         if isinstance(value, ir.GenericView):
             value = ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader())
-        return self.register_buffer(lambda name: ir.ComputedBuffer(name, value))
+        if stride is None:
+            return self.register_buffer(lambda name: ir.ComputedBuffer(name, value))
+        layout = ir.Layout(value.get_dtype(), value.get_size(), stride)
+        data = ir.in_memory_order(value, memory_order(stride))
+        return self.register_buffer(lambda name: ir.ComputedBuffer(name, data, layout))
 
     def _should_realize(self, node, value):
         if self._needs_buffer[node]:
@@ -202,6 +213,45 @@ def _needs_buffer(graph):
             or (user.op == "call_function" and _is_extern(user.target))
             for user in node.users)
     return needs
+
+
+def _original_output_strides(graph):
+    """Output node -> the strides eager gives it, where they are a permutation of contiguous
+    strides other than contiguous itself (``x.t() * 2`` is laid out like ``x.t()``): a caller
+    can ``.view`` an output as it can eager's only if they are the same. ``decompose`` records
+    eager's strides (from the aten graph) as the output node's ``original_output_strides``, the
+    name TorchInductor uses."""
+    output = next(iter(reversed(graph.nodes)))
+    strides = output.meta.get("original_output_strides")
+    if strides is None:
+        return {}
+    found = {}
+    for node, stride in zip(tree_leaves(output.args[0]), strides):
+        if not isinstance(node, torch.fx.Node) or stride is None:
+            continue
+        size = node.meta["val"].shape
+        dense = dense_strides(size, memory_order(stride))
+        if _same_strides(size, stride, dense) and not _same_strides(size, dense, contiguous_strides(size)):
+            found[node] = dense
+    return found
+
+
+def memory_order(stride):
+    """The dims from outermost to innermost in memory (ties keep their order)."""
+    return sorted(range(len(stride)), key=lambda d: -stride[d])
+
+
+def dense_strides(size, order):
+    """The strides of a tensor whose dims lie in memory one after another, in ``order``."""
+    stride, step = [0] * len(size), 1
+    for dim in reversed(order):
+        stride[dim] = step
+        step *= max(size[dim], 1)
+    return tuple(stride)
+
+
+def _same_strides(size, a, b):
+    return all(x == y for x, y, n in zip(a, b, size) if n > 1)  # a size-1 dim may have any stride
 
 
 def _returns_nothing(target):

@@ -118,6 +118,22 @@ class Reduction(Loops):
                 f"reduction_type={self.reduction_type!r})\n{format_body(self)}")
 
 
+def in_memory_order(loops, order):
+    """``loops`` computed over its dims taken in ``order`` (outermost in memory first): stored
+    contiguously, it is laid out as eager lays out a tensor with that stride order."""
+    def logical(index):
+        result = [None] * len(order)
+        for position, dim in enumerate(order):
+            result[dim] = index[position]
+        return result
+
+    ranges = [loops.ranges[dim] for dim in order]
+    if isinstance(loops, Reduction):
+        return Reduction(ranges, loops.reduction_ranges, loops.dtype, loops.src_dtype,
+                         lambda index, rindex: loops.inner_fn(logical(index), rindex), loops.reduction_type)
+    return Pointwise(ranges, loops.dtype, lambda index: loops.inner_fn(logical(index)))
+
+
 # --------------------------------------------------------------------------- buffers
 
 
@@ -157,11 +173,18 @@ class ConstantBuffer(Buffer):
 
 
 class ComputedBuffer(Buffer):
-    """A realized Pointwise or Reduction; always contiguous."""
+    """A realized Pointwise or Reduction. Its loops run over its memory in order, so it is
+    stored contiguously, and read through ``layout``: contiguous too, except for a graph output
+    that keeps eager's strides (its ``data`` then runs over the dims permuted into memory
+    order, see ``in_memory_order``)."""
 
-    def __init__(self, name, data):
-        super().__init__(name, Layout(data.dtype, data.get_size()))
+    def __init__(self, name, data, layout=None):
+        super().__init__(name, layout or Layout(data.dtype, data.get_size()))
         self.data = data
+
+    def store_index(self, index):
+        """The memory position of element ``index`` of ``data``."""
+        return Layout(self.get_dtype(), self.data.get_size()).index(index)
 
     def is_reduction(self):
         return isinstance(self.data, Reduction)

@@ -14,6 +14,7 @@ import operator
 
 import torch
 import torch.fx
+from torch.utils._pytree import tree_leaves
 
 from .._logging import trace_artifact
 from ..utils import counters
@@ -111,9 +112,20 @@ def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
     tracer = PrimTracer()
     with tracer:
         DecompositionInterpreter(gm, tracer).run(*example_inputs, enable_io_processing=False)
+    _keep_output_strides(gm.graph, tracer.graph)
     prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
     trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
     return prim_gm
+
+
+def _keep_output_strides(aten_graph, prim_graph):
+    """Prims compute values, not layouts: record the strides eager gives each output (the aten
+    graph's ``meta["val"]``), for the backend to follow, as TorchInductor does."""
+    aten_output = next(iter(reversed(aten_graph.nodes)))
+    vals = [getattr(a, "meta", {}).get("val") for a in tree_leaves(aten_output.args[0])]
+    prim_output = next(iter(reversed(prim_graph.nodes)))
+    prim_output.meta["original_output_strides"] = [
+        tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals]
 
 
 def decomp_eager(gm: torch.fx.GraphModule, example_inputs):

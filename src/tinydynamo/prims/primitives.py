@@ -513,7 +513,7 @@ def _matmul_meta(name, ndim):
                f"prims.{name} takes two {ndim}-d tensors of one dtype")
         _check(a.shape[-1] == b.shape[-2] and a.shape[:-2] == b.shape[:-2],
                f"prims.{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not match")
-        _check_dtype(name, a.dtype, FLOAT)
+        _check_dtype(name, a.dtype, NUMBER)
         return _meta([*a.shape[:-1], b.shape[-1]], a.dtype)
 
     return meta

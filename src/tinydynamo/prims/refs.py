@@ -156,13 +156,19 @@ def _register_unary(op, prim, int_to_float=False):
 
 for _op, _prim in ((aten.abs, prims.abs), (aten.neg, prims.neg), (aten.floor, prims.floor),
                    (aten.ceil, prims.ceil), (aten.round, prims.round), (aten.trunc, prims.trunc),
-                   (aten.sign, prims.sign), (aten.bitwise_not, prims.bitwise_not)):
+                   (aten.bitwise_not, prims.bitwise_not)):
     _register_unary(_op.default, _prim)
 for _op, _prim in ((aten.exp, prims.exp), (aten.log, prims.log), (aten.log1p, prims.log1p),
                    (aten.expm1, prims.expm1), (aten.sqrt, prims.sqrt), (aten.rsqrt, prims.rsqrt),
                    (aten.sin, prims.sin), (aten.cos, prims.cos), (aten.tanh, prims.tanh),
                    (aten.erf, prims.erf), (aten.reciprocal, prims.reciprocal)):
     _register_unary(_op.default, _prim, int_to_float=True)
+
+
+@register_decomposition(aten.sign.default, aten.sgn.default)
+def sign(a):
+    """-1, 0 or 1; a bool is its own sign (eager returns it as a bool)."""
+    return prims.convert_element_type(a, a.dtype) if a.dtype == torch.bool else elementwise(prims.sign, a)
 
 
 def _register_binary(overloads, prim, int_to_float=False):
@@ -206,7 +212,7 @@ def _add_scaled(prim, a, b, alpha):
         return elementwise(prim, a, b * alpha)
     dtype = result_type(a, b)
     a, b = promote_and_broadcast(a, b, dtype=opmath_dtype(dtype))
-    return to_dtype(prim(a, prims.mul(b, alpha)), dtype)
+    return to_dtype(prim(a, prims.mul(b, scalar_of(alpha, b.dtype))), dtype)  # bools: alpha=2 is True
 
 
 @register_decomposition(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -768,7 +774,10 @@ def _to_copy(a, *, dtype=None, layout=None, device=None, pin_memory=None, non_bl
 
 @register_decomposition(aten.copy.default)
 def copy(a, src, non_blocking=False):
-    """Functional copy_: src's values, broadcast to a's shape, in a's dtype."""
+    """Functional copy_: src's values (a tensor or a Python number), broadcast to a's shape, in
+    a's dtype."""
+    if not isinstance(src, torch.Tensor):
+        return constant_like(a, src)
     _check_same_device(src, a.device, "copy")
     return prims.convert_element_type(broadcast_to(src, a.shape), a.dtype)
 
@@ -1016,9 +1025,9 @@ def flip(a, dims):
 
 @register_decomposition(aten.cat.default)
 def cat(tensors, dim=0):
+    dtype = result_type(*tensors)  # over every tensor, the skipped ones too
     # aten skips legacy empty 1-d tensors (shape [0]) when the others have more dims
     tensors = [t for t in tensors if not (t.ndim == 1 and t.numel() == 0)] or list(tensors[:1])
-    dtype = result_type(*tensors)
     return prims.cat([to_dtype(t, dtype) for t in tensors], canonical_dim(dim, tensors[0].ndim))
 
 

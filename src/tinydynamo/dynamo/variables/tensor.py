@@ -40,6 +40,10 @@ UNSUPPORTED_METHODS = {
     "retain_grad": "Tensor.retain_grad()",
     "untyped_storage": "Tensor.untyped_storage()",
     "storage": "Tensor.storage()",
+    # They change a tensor's autograd metadata, which a graph of values cannot carry: the call
+    # runs eagerly between two graphs, and the next graph is traced with the new metadata.
+    "requires_grad_": "Tensor.requires_grad_() changes autograd state",
+    "detach_": "Tensor.detach_() changes autograd state",
 }
 UNSUPPORTED_ATTRIBUTES = ("grad", "data", "grad_fn", "is_leaf", "_base", "_version")
 TENSOR_VALUED_ATTRIBUTES = ("T", "mT", "H", "mH", "real", "imag")
@@ -153,6 +157,8 @@ def trace_op(tx, kind, target, args, kwargs):
         unsupported(f"{describe(kind, target)} of a NumPy scalar (its dtype would be NumPy's)")
     if target in INPLACE_TO_BINARY and not isinstance(args[0], TensorVariable):
         target = INPLACE_TO_BINARY[target]  # `n += x` on an int: nothing is mutated, n is rebound
+    if kind == "call_function" and getattr(target, "__name__", None) in UNSUPPORTED_METHODS:
+        unsupported(UNSUPPORTED_METHODS[target.__name__])  # torch.Tensor.requires_grad_(x)
     device = result_device(kind, target, args, kwargs)
     example = run_on_meta(kind, target, args, kwargs)
     mutates = is_inplace(kind, target, kwargs)

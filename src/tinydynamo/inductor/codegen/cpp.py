@@ -487,7 +487,7 @@ class CppKernel(Kernel):
             self._loops(loops, body.inner_vars, pragmas)
             with V.set_ops_handler(self):
                 value = node.buffer.data.inner_fn(body.index)
-            self.store(node.name, node.buffer.layout.index(body.index), value)
+            self.store(node.name, node.buffer.store_index(body.index), value)
 
     def _reduction_body(self, body, full_reduction):
         node = body.node
@@ -512,7 +512,7 @@ class CppKernel(Kernel):
             if tracks_nan:
                 self.body.writeline(f"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();")
             result = f"{acc}_index" if rtype.startswith("arg") else acc
-            self.store(node.name, node.buffer.layout.index(body.index), CSEVariable(result, data.dtype))
+            self.store(node.name, node.buffer.store_index(body.index), CSEVariable(result, data.dtype))
 
     def _reduction_pragmas(self, body, rtype, acc, tracks_nan, full_reduction):
         n = len(body.reduction_vars)
@@ -557,8 +557,8 @@ class CppKernel(Kernel):
         """
         nodes = self.fused.nodes
         first = nodes[0]
-        if not first.ranges or self.fused.outer != first.ranges or not first.rindex:
-            return None
+        if not first.ranges or self.fused.outer != first.ranges or not first.rindex or 0 in first.ranges:
+            return None  # (no output element: nothing to tile)
         names = {n.name for n in nodes}
         if any(not n.is_reduction() or n.ranges != first.ranges or n.reduction_ranges != first.reduction_ranges
                or n.read_names() & names for n in nodes):
@@ -608,7 +608,7 @@ class CppKernel(Kernel):
                 for node, acc in zip(nodes, accumulators):
                     data = node.buffer.data
                     result = f"{acc}_index[{column}]" if data.reduction_type.startswith("arg") else f"{acc}[{column}]"
-                    self.store(node.name, node.buffer.layout.index(index), CSEVariable(result, data.dtype))
+                    self.store(node.name, node.buffer.store_index(index), CSEVariable(result, data.dtype))
 
     def _combine_elementwise(self, node, acc, value, rindex):
         """One accumulator per column: max and min need no nan flag, argmax no lanes."""

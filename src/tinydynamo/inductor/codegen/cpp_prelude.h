@@ -72,22 +72,23 @@ template <typename T> static inline T td_minimum(T a, T b) { return a != a ? a :
 // sign(nan) is 0, as in torch.sign.
 template <typename T> static inline T td_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : T(0)); }
 
-// exp without glibc's slow path. Its vector expf falls back to scalar code for every vector that
-// holds one lane whose result is below float's smallest normal number (x < -87.3, -inf included):
-// a causal attention mask, half -inf, makes softmax three times slower. Such results are flushed
-// to zero instead (as a GPU's fast exp does), and the input is clamped before the call. The floor
-// is a variable, not a constant: GCC would fold exp(constant) and call exp on the unclamped input.
-float td_expf_floor = -87.3f;
-double td_exp_floor = -708.3;
+// exp without glibc's slow path where eager's result is 0. Its vector expf falls back to scalar
+// code for every vector that holds one lane whose result is below float's smallest normal number
+// (x < -87.3, -inf included): a causal attention mask, half -inf, makes softmax three times
+// slower. An input whose exp rounds to 0 (x < -104 for float, -inf included) is replaced by a
+// harmless one before the call, and its result by 0 after. Subnormal results (-104 < x < -87.3)
+// still take the slow path: they are exact, as eager's (log(exp(-90)) is -90, not -inf). The
+// bounds are variables, not constants: GCC would fold exp(constant) and call exp on x itself.
+float td_exp_safe_input = 0.0f;
+float td_expf_floor = -104.0f;
+double td_exp_floor = -746.0;
 static inline float td_expf(float x) {
-  float clamped = std::max(x, td_expf_floor);
-  float result = expf(clamped);
-  return clamped <= -87.3f ? 0.0f : result;
+  float result = expf(x < td_expf_floor ? td_exp_safe_input : x);
+  return x < td_expf_floor ? 0.0f : result;
 }
 static inline double td_exp(double x) {
-  double clamped = std::max(x, td_exp_floor);
-  double result = exp(clamped);
-  return clamped <= -708.3 ? 0.0 : result;
+  double result = exp(x < td_exp_floor ? td_exp_safe_input : x);
+  return x < td_exp_floor ? 0.0 : result;
 }
 
 // Low precision floats are stored as 16 bits and computed in float; each op's result is rounded

@@ -723,7 +723,7 @@ class TritonKernel(Kernel):
 
     def store_result(self, body, value):
         """Store a body's value (a reduction's result, or a pointwise value) into its buffer."""
-        self.store(body.name, body.node.buffer.layout.index(body.index), value)
+        self.store(body.name, body.node.buffer.store_index(body.index), value)
 
     @contextlib.contextmanager
     def reduction_loop(self, body=None):
