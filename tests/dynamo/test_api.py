@@ -14,7 +14,8 @@ import tinydynamo
 import tinydynamo.dynamo as dynamo
 from tinydynamo import config
 from tinydynamo.dynamo import eval_frame
-from tinydynamo.dynamo.convert_frame import ConvertFrame, skip_reason
+from tinydynamo.dynamo.convert_frame import ConvertFrame
+from tinydynamo.dynamo.trace_rules import skip_reason
 
 
 def f(x, y):

@@ -35,7 +35,7 @@ def test_tracker_imports_only_earlier_modules(name):
             f"variables/{name}.py imports .{module} (line {node.lineno}), which comes later"
 
 
-@pytest.mark.parametrize("path", sorted((DYNAMO / "variables").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(DYNAMO.rglob("*.py")), ids=lambda p: str(p.relative_to(DYNAMO)))
 def test_no_imports_inside_functions(path):
     tree = ast.parse(path.read_text())
     for function in ast.walk(tree):

@@ -42,7 +42,7 @@ import tinydynamo
 from .. import config
 from ..dynamo import convert_frame, eval_frame, trace_rules
 from ..dynamo.convert_frame import ConvertFrame
-from ..dynamo.eval_frame import OptimizedModule, with_callback
+from ..dynamo.api import OptimizedModule, with_callback
 from ..dynamo.guards import GuardBuilder
 from ..utils import counters
 from .feedback import learner_location

@@ -3,7 +3,8 @@ graph breaks, chapter 5, build on them).
 
 Reading order, following one call of a compiled function:
 
-    eval_frame.py        compile(): set the frame hook's callback around a call
+    api.py               compile(): set the frame hook's callback around a call
+    eval_frame.py        the frame hook's Python API (the C extension, or its Python model)
     convert_frame.py     the callback: skip, translate, cache, recompile, fall back
     bytecode.py          code objects <-> editable instruction lists
     symbolic_convert.py  InstructionTranslator: one handler per opcode, over VariableTrackers
@@ -15,7 +16,7 @@ Reading order, following one call of a compiled function:
     explain.py           explain(): what was captured, and why not more
 """
 from .convert_frame import reset
-from .eval_frame import OptimizedModule, compile
+from .api import OptimizedModule, compile
 from .exc import Unsupported
 from .explain import explain
 

@@ -1,21 +1,18 @@
-"""``tinydynamo.compile``: turning the frame hook on around a call (book chapter 4,
-"Guards and the transformed code").
+"""The frame hook seen from Python (book chapters 2 and 4).
 
-``compile(fn)`` returns a wrapper that installs a ``ConvertFrame`` callback with
-``set_eval_frame`` for the duration of the call, and restores the previous callback after.
-While it is set, the C hook (``tinydynamo._C``, chapter 2) offers every new frame to it: a
-cache entry of this callback whose guard passes runs its new code, otherwise the callback
-translates the frame. For an ``nn.Module``, ``compile`` returns an ``OptimizedModule`` that
-shares the module's parameters and buffers and compiles ``forward`` through ``__call__``.
+``set_eval_frame(callback)`` sets this thread's frame callback; ``get_cache_entries(code)``
+is the list of ``(owner, guard, new_code)`` entries kept in a code object's ``co_extra``;
+``set_skip``/``is_skipped``/``clear_code`` mark code that is never compiled. They come from the C
+hook (``tinydynamo._C``, chapter 2). While a callback is set, the hook offers every new frame to
+it: a cache entry of this callback whose guard passes runs its new code, otherwise the callback
+translates the frame (``convert_frame.py``). ``api.py`` sets the callback around a compiled call.
 
 If the C extension is not built, the same protocol runs in Python for the outermost frame
 only (``run_frame_in_python``): a readable model of what the hook does.
 """
-import functools
 import inspect
 import threading
 import types
-import weakref
 
 import torch
 
@@ -105,132 +102,3 @@ def disable(fn):
 def run_code(func, new_code, values):
     replacement = types.FunctionType(new_code, func.__globals__, func.__name__, None, func.__closure__)
     return replacement(*values)
-
-
-# --- the public API --------------------------------------------------------------------------------
-
-# compile() with the same backend and settings gives wrappers that share one ConvertFrame, so that
-# compiling a function again reuses the cache entries of its first compile (the hook matches an
-# entry by its owner), as torch.compile does. A callback that nothing uses any more goes away.
-_callbacks = weakref.WeakValueDictionary()  # (backend, fullgraph, mode, dynamic) -> ConvertFrame
-
-
-def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mode=None, options=None):
-    """Compile a function or nn.Module, like ``torch.compile``; also a decorator, with or
-    without arguments. The backend is a registered name or a callable ``(gm, example_inputs)``;
-    names are looked up at the first call."""
-    if model is None:
-        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                 mode=mode, options=options)
-    if dynamic:
-        raise NotImplementedError("tinydynamo specialises every shape: dynamic=True is not supported")
-    if mode not in (None, "default", "max-autotune"):
-        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r} (it has 'default' and 'max-autotune')")
-    if options:
-        raise NotImplementedError(f"tinydynamo takes no compile options (got {sorted(options)})")
-    if not callable(model):
-        raise TypeError(f"tinydynamo.compile expects a function or an nn.Module, not {type(model).__name__}")
-    from .convert_frame import ConvertFrame
-
-    # A backend given as a callable is known by its id(): the callback keeps it alive.
-    key = (backend if isinstance(backend, str) else id(backend), fullgraph, mode or "default", dynamic)
-    callback = _callbacks.get(key)
-    if callback is None:
-        compiler = with_max_autotune(backend) if mode == "max-autotune" else backend
-        callback = _callbacks[key] = ConvertFrame(compiler, fullgraph)
-    callback.root_codes.update(root_codes(model))
-    if isinstance(model, torch.nn.Module):
-        return OptimizedModule(model, with_callback(model, callback))
-    return functools.wraps(model)(with_callback(model, callback))
-
-
-def root_codes(model):
-    """The code objects of what the user compiled: traced even when called without tensors."""
-    fn = type(model).forward if isinstance(model, torch.nn.Module) else model
-    fn = getattr(fn, "__func__", fn)
-    return [fn.__code__] if hasattr(fn, "__code__") else []
-
-
-def with_max_autotune(backend):
-    """``mode="max-autotune"``: the backend compiles with ``config.max_autotune`` set, so the
-    Triton autotuner tries more block sizes and num_warps per kernel (chapter 11)."""
-    from .. import config
-    from ..backends import lookup_backend
-
-    def compile_with_max_autotune(gm, example_inputs):
-        with config.patch(max_autotune=True):
-            return lookup_backend(backend)(gm, example_inputs)
-
-    return compile_with_max_autotune
-
-
-def with_callback(fn, callback):
-    """``fn`` wrapped so that its calls run with ``callback`` as this thread's frame callback."""
-
-    def compiled(*args, **kwargs):
-        if not HAS_C_HOOK:
-            return run_frame_in_python(callback, fn, args, kwargs)
-        previous = set_eval_frame(callback)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            set_eval_frame(previous)
-
-    compiled._tinydynamo_orig = fn  # traced instead of the wrapper when called while tracing
-    return compiled
-
-
-class OptimizedModule(torch.nn.Module):
-    """A compiled view of ``mod``: the same parameters, buffers, submodules and state_dict keys,
-    and attribute reads, writes and deletions go to ``mod``; calling it runs ``mod`` with the
-    frame hook on, so ``mod.forward`` gets compiled."""
-
-    def __init__(self, mod, compiled_call):
-        super().__init__()
-        # Shared, not copied: an optimizer step or load_state_dict on either one changes both.
-        for table in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
-            self.__dict__[table] = mod.__dict__[table]
-        self.__dict__["_orig_mod"] = mod
-        self.__dict__["_compiled_call"] = compiled_call
-
-    @property
-    def training(self):
-        return self.__dict__["_orig_mod"].training if "_orig_mod" in self.__dict__ else True
-
-    @training.setter
-    def training(self, mode):
-        if "_orig_mod" in self.__dict__:
-            self._orig_mod.training = mode
-
-    def forward(self, *args, **kwargs):
-        return self._compiled_call(*args, **kwargs)
-
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self.__dict__["_orig_mod"], name)
-
-    def __setattr__(self, name, value):
-        """``compiled.scale = 5.0`` sets the module's attribute, which its forward reads (and its
-        guards check), as torch.compile's OptimizedModule does; names the wrapper's class
-        defines (``training``, ``forward``) stay the wrapper's own."""
-        if hasattr(type(self), name):
-            super().__setattr__(name, value)
-        else:
-            setattr(self._orig_mod, name, value)
-
-    def __delattr__(self, name):
-        if hasattr(type(self), name):
-            super().__delattr__(name)
-        else:
-            delattr(self._orig_mod, name)
-
-    def state_dict(self, *args, **kwargs):
-        return self._orig_mod.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, *args, **kwargs):
-        return self._orig_mod.load_state_dict(*args, **kwargs)
-
-    def __repr__(self):
-        return f"OptimizedModule({self._orig_mod!r})"

@@ -9,7 +9,7 @@ source of each guard function.
 import dataclasses
 
 from .convert_frame import ConvertFrame
-from .eval_frame import root_codes, with_callback
+from .api import root_codes, with_callback
 from .trace_rules import library_file
 
 

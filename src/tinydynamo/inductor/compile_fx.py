@@ -80,7 +80,7 @@ def uses_triton(device):
 def generate_triton_code(gm, example_inputs, device):
     """Lower, schedule and generate Triton: returns (GraphLowering, Scheduler, kernels), where
     kernels maps a scheduler kernel position to its TritonKernelSources."""
-    from .codegen.triton import TritonScheduling
+    from .codegen.triton import TritonScheduling  # imports Triton: only when a graph needs it
 
     graph = GraphLowering(gm, device.type).run(*example_inputs)
     scheduler = Scheduler(graph)
