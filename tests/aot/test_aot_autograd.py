@@ -359,3 +359,35 @@ def test_a_result_restrided_in_place_by_a_composite_op(backend):
         expected.sum().backward()
         assert_close(out, expected)
         assert_close(x.grad, x_eager.grad)
+
+
+class VectorQuantizer(torch.nn.Module):
+    """diffusers' VQModel in miniature: the codebook gets a gradient only through ``commit``."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.codebook = torch.nn.Embedding(8, 4)
+
+    def forward(self, z):
+        z = self.proj(z)
+        z_q = self.codebook(torch.cdist(z, self.codebook.weight).argmin(-1))
+        commit = ((z_q - z.detach()) ** 2).mean()
+        return z + (z_q - z).detach(), commit
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_gradient_only_through_an_unused_output_is_none_as_in_eager(backend):
+    """torch.compile gives zeros here; an optimizer would then decay a parameter eager leaves alone."""
+    torch.manual_seed(0)
+    eager, compiled_model = VectorQuantizer(), VectorQuantizer()
+    compiled_model.load_state_dict(eager.state_dict())
+    compiled = tinydynamo.compile(compiled_model, backend=backend)
+    z = torch.randn(5, 4)
+    eager(z)[0].sum().backward()
+    compiled(z)[0].sum().backward()
+    assert eager.codebook.weight.grad is None and compiled_model.codebook.weight.grad is None
+    torch.testing.assert_close(compiled_model.proj.weight.grad, eager.proj.weight.grad)
+    compiled(z)[1].backward()  # now through commit: the codebook gets its gradient
+    eager(z)[1].backward()
+    torch.testing.assert_close(compiled_model.codebook.weight.grad, eager.codebook.weight.grad)

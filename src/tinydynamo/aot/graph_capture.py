@@ -170,7 +170,23 @@ def capture(fn, inputs, *, with_backward):
     if not (with_backward and meta.differentiable_outputs):
         return CapturedGraph(tracer.graph_module(forward_nodes), meta, is_joint=False)
     grad_nodes, meta.grad_inputs = _trace_backward(tracer, traced_inputs, graph_outputs, meta)
-    return CapturedGraph(tracer.graph_module(forward_nodes + grad_nodes), meta, is_joint=True)
+    joint = tracer.graph_module(forward_nodes + grad_nodes)
+    meta.grad_tangents = _tangent_dependencies(joint, len(grad_nodes))
+    return CapturedGraph(joint, meta, is_joint=True)
+
+
+def _tangent_dependencies(joint, num_grads):
+    """For each gradient output of the joint graph, the positions of the tangents it is computed
+    from. At run time a gradient whose tangents are all absent (outputs that the loss does not
+    use) is None, as in eager, not zeros: an optimizer skips a parameter whose .grad is None."""
+    depends = {}
+    for node in joint.graph.nodes:
+        if node.op == "placeholder" and node.name.startswith("tangents_"):
+            depends[node] = frozenset([int(node.name.removeprefix("tangents_")) - 1])
+        else:
+            depends[node] = frozenset().union(*(depends[n] for n in node.all_input_nodes))
+    outputs = joint.graph.output_node().args[0]
+    return [depends[g] for g in outputs[len(outputs) - num_grads:]]
 
 
 def _input_info(traced, original, mutated):

@@ -41,9 +41,11 @@ class CompiledFunction(torch.autograd.Function):
             grads = iter(CompiledBackward.apply(ctx.runtime, len(backward_inputs), *backward_inputs,
                                                 *ctx.differentiable_inputs))
         else:
-            grads = iter(ctx.runtime.backward(*ctx.saved_tensors, *tangents))
-        grad_inputs = set(meta.grad_inputs)
-        return None, *(next(grads) if i in grad_inputs else None for i in range(len(meta.inputs)))
+            grads = ctx.runtime.backward(*ctx.saved_tensors, *tangents)
+        present = {k for k, i in enumerate(meta.differentiable_outputs) if grad_outputs[i] is not None}
+        by_input = {i: grad if tangents_used & present or not tangents_used else None
+                    for i, grad, tangents_used in zip(meta.grad_inputs, grads, meta.grad_tangents)}
+        return None, *(by_input.get(i) for i in range(len(meta.inputs)))
 
 
 class CompiledBackward(torch.autograd.Function):

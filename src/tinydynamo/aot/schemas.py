@@ -92,6 +92,8 @@ class ViewAndMutationMeta:
     enables_grad: bool  # traced under no_grad, the program switches grad mode on itself
     # The inputs whose gradients the backward graph returns, in order.
     grad_inputs: list = dataclasses.field(default_factory=list)
+    # For each of those gradients, the tangents (positions) it is computed from.
+    grad_tangents: list = dataclasses.field(default_factory=list)
 
     @property
     def num_graph_outputs(self):
