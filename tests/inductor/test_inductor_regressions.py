@@ -1,5 +1,6 @@
 """Named regression tests: each bug found while building the backend (by the fuzzer or by
 other tests), reduced to the smallest graph that showed it."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -65,3 +66,11 @@ def test_a_graph_whose_outputs_are_all_views_of_inputs():
     out = compiled(x)
     torch.testing.assert_close(out, x.t())
     assert out._base is x or out.data_ptr() == x.data_ptr()
+
+
+@pytest.mark.parametrize("shape, kernel, stride", [((1, 2, 24, 24), 24, None), ((1, 2, 26, 26), 24, 2)])
+def test_avg_pool_with_a_large_window(shape, kernel, stride):
+    """Found on EfficientNet: a 24x24 window summed as a chain of 576 adds was an expression too
+    deep for the loop IR (RecursionError); a global window is now a reduction, others a tree."""
+    x = torch.randn(*shape)
+    check_torch(lambda x: F.avg_pool2d(x, kernel, stride), [x], rtol=1e-5, atol=1e-5)

@@ -474,7 +474,8 @@ add([aten.max_pool2d_with_indices_backward.default], [max_pool_backward(s) for s
 _avgpool = [S(_img, [2, 2], [2, 2]), S(_img, [3, 3], [2, 2], [1, 1]), S(_img, [3, 3], [2, 2], [1, 1], False, False),
             S(_img, [2, 2], [2, 2], [0, 0], True), S(_img, [3, 3], [2, 2], [1, 1], True, False), S(_img, [3, 3], [2, 2], [1, 1], True, True),
             S(_img, [2, 3], [1, 2], [1, 1], False, True, 5), S(T(3, 6, 6), [2, 2]),
-            S(T(2, 3, 6, 6, dtype=bf16), [2, 2], [2, 2], tol=BF16_TOL)]
+            S(T(2, 3, 6, 6, dtype=bf16), [2, 2], [2, 2], tol=BF16_TOL),
+            S(T(2, 3, 24, 24), [24, 24]), S(T(1, 2, 26, 26), [24, 24], [2, 2])]  # a global window; a large one
 add([aten.avg_pool2d.default], _avgpool)
 
 

@@ -616,11 +616,20 @@ def _avg_pool_divisor(geometry, count_include_pad, device):
 def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
-    total = None
-    for _, window in geometry.windows(opmath(x), 0):
-        total = window if total is None else total + window
+    if geometry.output == [1, 1] and geometry.kernel == geometry.input and geometry.padding == [0, 0]:
+        total = opmath(x).sum([-2, -1], keepdim=True)  # one window over everything: a reduction
+    else:
+        total = _pairwise_sum([window for _, window in geometry.windows(opmath(x), 0)])
     divisor = divisor_override or _avg_pool_divisor(geometry, count_include_pad, x.device)
     return (total / divisor).to(x.dtype)
+
+
+def _pairwise_sum(terms):
+    """The sum of a list of tensors as a balanced tree of adds: a 24x24 window is 576 terms, and a
+    chain of 576 adds would be an expression 576 deep for the loop IR."""
+    while len(terms) > 1:
+        terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) - len(terms) % 2:]
+    return terms[0]
 
 
 @register_decomposition(aten.avg_pool2d_backward.default)
