@@ -4,6 +4,7 @@ exercises, traced without a graph break where torch._dynamo takes none: deques, 
 tensors, queries of global state, torch.backends flags, and ``@torch.no_grad()`` on a nested
 function. Each case runs eagerly and compiled and compares results and graph breaks."""
 import collections
+import dataclasses
 
 import numpy as np
 import pytest
@@ -174,3 +175,32 @@ def test_no_grad_decorator_on_a_nested_function():
     x = torch.randn(3, requires_grad=True)
     out, requires_grad, grad_enabled = check(decorates_a_nested_function, x)
     assert requires_grad is False and grad_enabled is True
+
+
+class ChannelsFirstLayerNorm(torch.nn.LayerNorm):
+    """transformers' SqueezeBertLayerNorm: the parent's forward called unbound on self."""
+
+    def forward(self, x):
+        return torch.nn.LayerNorm.forward(self, x.permute(0, 2, 1)).permute(0, 2, 1)
+
+
+@dataclasses.dataclass
+class Output:
+    logits: torch.Tensor = None
+
+
+class SubOutput(Output):  # not decorated again, as transformers' SegFormerImageClassifierOutput
+    pass
+
+
+def builds_a_subclassed_output(x):
+    return SubOutput(logits=x + 1)
+
+
+def test_a_parent_forward_and_an_inherited_dataclass_init_are_traced():
+    x = torch.randn(2, 8, 5)
+    norm = ChannelsFirstLayerNorm(8)
+    torch.testing.assert_close(dynamo.compile(norm, backend="eager")(x), norm(x))
+    assert tinydynamo.explain(norm)(x).graph_break_count == 0
+    result = check(builds_a_subclassed_output, torch.randn(3))
+    assert type(result) is SubOutput

@@ -353,8 +353,8 @@ def is_traceable_dataclass(cls):
     no ``__post_init__`` (except ModelOutput's, modelled here), no factories, no kw_only fields."""
     if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
         return False
-    init = cls.__dict__.get("__init__")
-    if init is None or init.__code__.co_filename != "<string>":
+    init = inspect.getattr_static(cls, "__init__")  # a subclass that is not decorated again inherits it
+    if not isinstance(init, types.FunctionType) or init.__code__.co_filename != "<string>":
         return False
     if hasattr(cls, "__post_init__") and not is_model_output(cls):
         return False

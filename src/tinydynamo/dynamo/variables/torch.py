@@ -20,6 +20,7 @@ import torch
 
 from ..exc import unsupported
 from ..guards import Guard
+from ..trace_rules import inline_refusal
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .ndarray import NumpyNdarrayVariable
@@ -72,6 +73,8 @@ def is_torch_callable(value):
     if isinstance(value, types.FunctionType) and not (module == "torch" or module.startswith("torch.")):
         return False  # a library's Python function put in torch's namespace (torch_geometric's
         # index_select): traced as the user code it is, down to torch's own function
+    if isinstance(value, types.FunctionType) and inline_refusal(value.__code__) is None:
+        return False  # torch.nn.LayerNorm.forward called on a subclass's self: inlined like a method
     if id(value) in _torch_namespace_ids():
         return True
     if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co
