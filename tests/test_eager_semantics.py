@@ -400,6 +400,22 @@ def an_expanded_input_read_and_written_elsewhere(x):
     return y, x.sum(0)
 
 
+# --------------------------------------------------------------------------- found by the fuzzer
+
+@case(inputs(randn(requires_grad=True), randn(3, requires_grad=True)))
+def gather_from_a_0d_tensor_and_its_gradient(x, y):
+    """aten treats a 0-d tensor as one element; prims.gather (and the backward's scatter_add)
+    wanted a dim in [0, 0)."""
+    return torch.gather(x, 0, torch.zeros_like(x, dtype=torch.int64)) * 3, torch.gather(y, 0, torch.zeros(2, dtype=torch.int64))
+
+
+@case(inputs(randn()))
+def transpose_of_a_0d_tensor_then_written(x):
+    """aten accepts transpose(0, -1) of a 0-d tensor; the decomposition indexed an empty dim list."""
+    x.transpose(0, -1).fill_(1.5)
+    return torch.relu(x)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_like_eager(name):
     assert_like_eager(*CASES[name])
