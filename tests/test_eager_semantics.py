@@ -416,6 +416,17 @@ def transpose_of_a_0d_tensor_then_written(x):
     return torch.relu(x)
 
 
+@case(inputs(lambda: torch.zeros(0, 1, dtype=torch.bool), lambda: torch.zeros(2, 0, 3, dtype=torch.bool)))
+def bool_matmul_of_empty_matrices(a, b):
+    """Eager multiplies bool matrices only when one is empty; prims.mm refused bool."""
+    return a @ a.mT, torch.bmm(b.mT, b)
+
+
+@case(inputs(lambda: torch.ones(2, 2, dtype=torch.bool)))
+def bool_matmul_raises(a):
+    return a @ a
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_like_eager(name):
     assert_like_eager(*CASES[name])

@@ -29,13 +29,21 @@ def opmath(x):
 
 # --------------------------------------------------------------------------- matmul and convolution
 
+def _no_bool_matmul(a):
+    """aten multiplies bool matrices only when one is empty (else it raises): aten decides."""
+    if a.dtype == torch.bool:
+        raise DecompositionDeclined("a matmul of bool tensors")
+
+
 @register_decomposition(aten.mm.default)
 def mm(a, b):
+    _no_bool_matmul(a)
     return prims.mm(a, b)
 
 
 @register_decomposition(aten.bmm.default)
 def bmm(a, b):
+    _no_bool_matmul(a)
     return prims.bmm(a, b)
 
 
