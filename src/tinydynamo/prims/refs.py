@@ -690,9 +690,10 @@ def as_strided_scatter(a, src, size, stride, storage_offset=None):
     zeros = prims.full([a.numel()], 0, dtype=torch.int64, device=a.device)
     ones = prims.full(list(positions.shape), 1, dtype=torch.int64, device=a.device)
     written = prims.gt(prims.scatter_add(zeros, 0, positions, ones), 0)
-    values = prims.scatter_add(prims.full([a.numel()], 0, dtype=a.dtype, device=a.device), 0, positions,
-                               reshape(to_dtype(src, a.dtype), [-1]))
-    return reshape(prims.where(written, values, flat), list(a.shape))
+    dtype = torch.int64 if a.dtype == torch.bool else a.dtype  # scatter_add adds: not bools
+    values = prims.scatter_add(prims.full([a.numel()], 0, dtype=dtype, device=a.device), 0, positions,
+                               reshape(to_dtype(src, dtype), [-1]))
+    return reshape(prims.where(written, to_dtype(values, a.dtype), flat), list(a.shape))
 
 
 @register_decomposition(aten.unfold.default, aten.unfold_copy.default)
