@@ -54,7 +54,8 @@ def copy_inputs(value):
     def copy(t):
         if not isinstance(t, torch.Tensor):
             return t
-        c = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t.detach()) if t.numel() else t.detach().clone()
+        strided = t.layout == torch.strided and t.numel()
+        c = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t.detach()) if strided else t.detach().clone()
         return c.requires_grad_(t.requires_grad)
     return tree_map(copy, value)
 
