@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-models test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
+.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,17 @@ pytest: install
 test-models: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -m slow_models tests/models
 	HF_HUB_OFFLINE=1 $(PY) tests/models/real_model_check.py --out book/data/real_models.json
+
+# The whole OpInfo sweep: every op of PyTorch's op_db, its first samples in float32 (with gradients),
+# float64, bfloat16, int64 and bool, against eager; `make test` runs its fast slice. Writes
+# build/opinfo.md (counts per status and dtype, every sample that did not pass) and build/opinfo.json.
+test-opinfo: install
+	TINYDYNAMO_OPINFO_REPORT=build/opinfo $(PY) -m pytest -m opinfo_full tests/opinfo
+
+# A long run of the random-program fuzzer (2000 forward and 1000 training programs, fresh randomness);
+# `make test` runs a fixed budget. It stops at the first failure and prints the shrunk program.
+test-fuzz: install
+	TINYDYNAMO_FUZZ_EXAMPLES=2000 $(PY) -m pytest tests/fuzz
 
 # The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13; 3.11 runs in pytest.
 test-hook: install

@@ -400,6 +400,56 @@ def an_expanded_input_read_and_written_elsewhere(x):
     return y, x.sum(0)
 
 
+# --------------------------------------------------------------------------- found by the fuzzer
+
+@case(inputs(randn(requires_grad=True), randn(3, requires_grad=True)))
+def gather_from_a_0d_tensor_and_its_gradient(x, y):
+    """aten treats a 0-d tensor as one element; prims.gather (and the backward's scatter_add)
+    wanted a dim in [0, 0)."""
+    return torch.gather(x, 0, torch.zeros_like(x, dtype=torch.int64)) * 3, torch.gather(y, 0, torch.zeros(2, dtype=torch.int64))
+
+
+@case(inputs(randn()))
+def transpose_of_a_0d_tensor_then_written(x):
+    """aten accepts transpose(0, -1) of a 0-d tensor; the decomposition indexed an empty dim list."""
+    x.transpose(0, -1).fill_(1.5)
+    return torch.relu(x)
+
+
+@case(inputs(lambda: torch.zeros(0, 1, dtype=torch.bool), lambda: torch.zeros(2, 0, 3, dtype=torch.bool)))
+def bool_matmul_of_empty_matrices(a, b):
+    """Eager multiplies bool matrices only when one is empty; prims.mm refused bool."""
+    return a @ a.mT, torch.bmm(b.mT, b)
+
+
+@case(inputs(lambda: torch.ones(2, 2, dtype=torch.bool)))
+def bool_matmul_raises(a):
+    return a @ a
+
+
+# --------------------------------------------------------------------------- found by the OpInfo sweep
+
+@case(inputs(lambda: torch.arange(-3, 4).reshape(7, 1)))
+def hardtanh_of_integers_keeps_their_dtype(i):
+    """The decomposition was a clamp with float bounds: int64 in, float32 out."""
+    return torch.nn.functional.hardtanh(i), torch.nn.functional.hardtanh(i, -0.5, 2.5)
+
+
+@case(inputs(lambda: torch.tensor([True, False, True, False])))
+def as_strided_scatter_of_bools(a):
+    """Its zeros were prims.full(0) of dtype bool, which prims refuse."""
+    return torch.as_strided_scatter(a, torch.tensor([False, True]), [2], [2], 1)
+
+
+@case(inputs(randn(2, 5, 5, dtype=torch.bfloat16), randn(2, 5, 3, dtype=torch.bfloat16),
+             randn(2, 3, 5, dtype=torch.bfloat16), randn(5, 5, dtype=torch.bfloat16)))
+def baddbmm_and_addmm_in_bfloat16_round_once(bias, b1, b2, bias2):
+    """aten scales and adds the product before it rounds to bfloat16; rounding the product, the
+    scaled product and the sum gave errors of several bfloat16 ulps."""
+    return (torch.baddbmm(bias, b1, b2, beta=0.6, alpha=0.2),
+            torch.addmm(bias2, b1[0], b2[0], beta=0.6, alpha=0.2))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_like_eager(name):
     assert_like_eager(*CASES[name])

@@ -29,13 +29,21 @@ def opmath(x):
 
 # --------------------------------------------------------------------------- matmul and convolution
 
+def _no_bool_matmul(a):
+    """aten multiplies bool matrices only when one is empty (else it raises): aten decides."""
+    if a.dtype == torch.bool:
+        raise DecompositionDeclined("a matmul of bool tensors")
+
+
 @register_decomposition(aten.mm.default)
 def mm(a, b):
+    _no_bool_matmul(a)
     return prims.mm(a, b)
 
 
 @register_decomposition(aten.bmm.default)
 def bmm(a, b):
+    _no_bool_matmul(a)
     return prims.bmm(a, b)
 
 
@@ -50,12 +58,15 @@ def _scaled_sum(product, bias, beta, alpha):
 
 @register_decomposition(aten.addmm.default)
 def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
-    return _scaled_sum(prims.mm(mat1, mat2), bias, beta, alpha)
+    """In opmath, rounded once, as aten's kernel (which scales and adds before rounding)."""
+    _no_bool_matmul(mat1)
+    return _scaled_sum(prims.mm(opmath(mat1), opmath(mat2)), opmath(bias), beta, alpha).to(mat1.dtype)
 
 
 @register_decomposition(aten.baddbmm.default)
 def baddbmm(bias, batch1, batch2, *, beta=1, alpha=1):
-    return _scaled_sum(prims.bmm(batch1, batch2), bias, beta, alpha)
+    _no_bool_matmul(batch1)
+    return _scaled_sum(prims.bmm(opmath(batch1), opmath(batch2)), opmath(bias), beta, alpha).to(batch1.dtype)
 
 
 @register_decomposition(aten.convolution.default)
@@ -227,7 +238,10 @@ def hardswish_backward(grad_output, x):
 
 @register_decomposition(aten.hardtanh.default)
 def hardtanh(x, min_val=-1.0, max_val=1.0):
-    return torch.clamp(x, min_val, max_val)
+    """A clamp that keeps x's dtype (aten rejects bool)."""
+    if x.dtype == torch.bool:
+        raise DecompositionDeclined("hardtanh of a bool tensor")
+    return torch.clamp(x, min_val, max_val).to(x.dtype)
 
 
 @register_decomposition(aten.hardtanh_backward.default)

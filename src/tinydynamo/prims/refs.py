@@ -554,6 +554,8 @@ def permute(a, dims):
 @register_decomposition(aten.transpose.int, aten.transpose_copy.int)
 def transpose(a, dim0, dim1):
     dims = list(range(a.ndim))
+    if a.ndim == 0:  # aten accepts dims 0 and -1 of a 0-d tensor: the transpose is a view of it
+        return permute(a, dims)
     dim0, dim1 = canonical_dim(dim0, a.ndim), canonical_dim(dim1, a.ndim)
     dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
     return permute(a, dims)
@@ -688,9 +690,10 @@ def as_strided_scatter(a, src, size, stride, storage_offset=None):
     zeros = prims.full([a.numel()], 0, dtype=torch.int64, device=a.device)
     ones = prims.full(list(positions.shape), 1, dtype=torch.int64, device=a.device)
     written = prims.gt(prims.scatter_add(zeros, 0, positions, ones), 0)
-    values = prims.scatter_add(prims.full([a.numel()], 0, dtype=a.dtype, device=a.device), 0, positions,
-                               reshape(to_dtype(src, a.dtype), [-1]))
-    return reshape(prims.where(written, values, flat), list(a.shape))
+    dtype = torch.int64 if a.dtype == torch.bool else a.dtype  # scatter_add adds: not bools
+    values = prims.scatter_add(prims.full([a.numel()], 0, dtype=dtype, device=a.device), 0, positions,
+                               reshape(to_dtype(src, dtype), [-1]))
+    return reshape(prims.where(written, to_dtype(values, a.dtype), flat), list(a.shape))
 
 
 @register_decomposition(aten.unfold.default, aten.unfold_copy.default)
@@ -960,12 +963,16 @@ def _check_index(index):
 
 @register_decomposition(aten.gather.default)
 def gather(a, dim, index, *, sparse_grad=False):
+    if a.ndim == 0:  # aten treats a 0-d tensor as one element; the result has index's shape
+        return reshape(gather(reshape(a, [1]), 0, reshape(index, [-1])), list(index.shape))
     return prims.gather(a, canonical_dim(dim, a.ndim), _check_index(index))
 
 
 @register_decomposition(aten.scatter_add.default)
 def scatter_add(a, dim, index, src):
     """aten allows an index smaller than src: only src's leading part is used."""
+    if a.ndim == 0:  # aten treats a 0-d tensor as one element
+        return reshape(scatter_add(reshape(a, [1]), 0, reshape(index, [-1]), reshape(src, [-1])), [])
     if src.shape != index.shape:
         src = prims.slice(src, [0] * src.ndim, list(index.shape), [1] * src.ndim)
     return prims.scatter_add(a, canonical_dim(dim, a.ndim), _check_index(index), to_dtype(src, a.dtype))
