@@ -74,3 +74,13 @@ def test_avg_pool_with_a_large_window(shape, kernel, stride):
     deep for the loop IR (RecursionError); a global window is now a reduction, others a tree."""
     x = torch.randn(*shape)
     check_torch(lambda x: F.avg_pool2d(x, kernel, stride), [x], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8])
+@pytest.mark.parametrize("source", [torch.float32, torch.float64, torch.bfloat16])
+def test_float_to_int_of_nan_inf_and_out_of_range_values_as_eager(source, dtype):
+    """Found by the fuzzer: (int32 ** bfloat16).int() with an infinite power. C++ leaves such a
+    conversion undefined; eager gives x86's most negative integer, and the narrow types keep the
+    low bits of the int32 conversion (300.5 -> int8 44)."""
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 2.7, -2.7, 300.5, -129.5, 1e20] * 7)
+    check_torch(lambda t: (t * 1).to(dtype), [x.to(source)])

@@ -291,6 +291,8 @@ class CppOverrides:
 
     @staticmethod
     def to_dtype(x, dtype):
+        if _is_float(x) and not (dtype.is_floating_point or dtype == torch.bool):  # NaN, inf, 3e9
+            return f"td_float_to_int<{compute_ctype(dtype)}>({x})"
         converted = f"static_cast<{compute_ctype(dtype)}>({x})"
         return f"{ROUND_TO[dtype]}({converted})" if dtype in ROUND_TO else converted
 

@@ -67,6 +67,16 @@ template <typename T> static inline T td_ipow(T base, T exponent) {
 }
 
 // maximum/minimum propagate nan, as torch.maximum does (std::max does not).
+// A float converted to an integer type as eager computes it on x86 (C++ leaves NaN and values out
+// of range undefined): they give the most negative int32 or int64 ("integer indefinite"), and the
+// narrower types go through int32, keeping its low bits.
+template <typename T> static inline T td_float_to_int(double x) {
+  if constexpr (sizeof(T) == 8) {
+    return (x != x || x >= 0x1p63 || x < -0x1p63) ? INT64_MIN : static_cast<T>(x);
+  }
+  int32_t wide = (x != x || x >= 0x1p31 || x < -0x1p31) ? INT32_MIN : static_cast<int32_t>(x);
+  return static_cast<T>(wide);
+}
 template <typename T> static inline T td_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <typename T> static inline T td_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 // sign(nan) is 0, as in torch.sign.
