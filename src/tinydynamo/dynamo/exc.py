@@ -50,6 +50,23 @@ def unsupported(reason):
     raise Unsupported(reason)
 
 
+class TracedException(Unsupported):
+    """An exception that the program raises at trace time (a missing key, a missing attribute).
+    A ``try`` block of the frame, or of a caller being inlined, that catches it runs its handler,
+    as Python would (``Mapping.get`` catching the KeyError of ``__getitem__``); uncaught, it is
+    an Unsupported like any other."""
+
+    def __init__(self, exception, reason=None):
+        super().__init__(reason or f"{type(exception).__name__}: {exception} at trace time")
+        self.exception = exception
+        self.first_seen = {}  # translator -> the instruction of its frame where it was raised
+
+
+def raise_at_trace_time(exception, reason=None):
+    """Raise :class:`TracedException` for the real ``exception`` the program raises here."""
+    raise TracedException(exception, reason)
+
+
 def internal_error(inst, error):
     """The Unsupported for an unexpected ``error`` raised by the handler of ``inst``."""
     message = str(error).splitlines()[0] if str(error) else ""

@@ -37,7 +37,8 @@ from .bytecode import TERMINATORS, ExceptionTableEntry, _stack_effect, decode, i
 from . import trace_rules
 from .codegen import PyCodegen
 from .. import config
-from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported, internal_error, unsupported
+from .exc import (BackendCompilerFailed, RestartAnalysis, SkipFrame, TracedException, Unsupported, internal_error,
+                  unsupported)
 from .resume_execution import ContinueExecutionCache, live_locals, successors, uses_zero_arg_super
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
@@ -45,6 +46,7 @@ from .variables import (
     CellVariable,
     ConstantVariable,
     ConstDictVariable,
+    ExceptionVariable,
     GetAttrVariable,
     GradModeVariable,
     ListIteratorVariable,
@@ -99,6 +101,7 @@ class InstructionTranslatorBase:
         self.instruction_pointer = 0
         self.current_instruction = None
         self.kw_names = ()
+        self.exc_info = []  # the exceptions being handled (PUSH_EXC_INFO), innermost last
         self.done = False
 
     # --- the interpreter loop --------------------------------------------------------------------
@@ -127,6 +130,10 @@ class InstructionTranslatorBase:
             unsupported(f"the {inst.opname} instruction")
         try:
             handler(inst)
+        except TracedException as error:
+            error.first_seen.setdefault(self, inst)
+            if not self.catch(error, inst):
+                raise
         except (Unsupported, RestartAnalysis, BackendCompilerFailed, SkipFrame):
             raise
         except Exception as error:  # a bug of the translator: a graph break, unless strict
@@ -134,6 +141,22 @@ class InstructionTranslatorBase:
                 raise
             counters["internal_errors"] += 1
             raise internal_error(inst, error) from error
+
+    def catch(self, error, inst):
+        """Start the ``except`` (or ``finally``) handler of the try block around ``inst`` for the
+        exception the program raised there, as CPython unwinds: truncate the stack to the block's
+        depth, push the exception and jump to the handler. False if no such block is around
+        ``inst`` in this frame (the exception goes on to the caller's frame, if it is inlined).
+        An exception inside a ``with`` block stays Unsupported: a graph break may cut the block."""
+        entry = inst.exn_tab_entry
+        if entry is None or self.instructions[self.indexof[entry.target] + 1].opname == "WITH_EXCEPT_START":
+            return False
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(self.indexof[inst]))
+        self.push(ExceptionVariable(error))
+        self.instruction_pointer = self.indexof[entry.target]
+        return True
 
     def format_stack(self):
         """The user's frames, outermost first, as in a traceback (kept in node.meta)."""
@@ -590,6 +613,24 @@ class InstructionTranslatorBase:
 
     # --- what only happens when something raises, or is not traced ----------------------------
 
+    def PUSH_EXC_INFO(self, inst):
+        exception = self.pop()
+        self.push(self.exc_info[-1] if self.exc_info else ConstantVariable(None))
+        self.push(exception)
+        self.exc_info.append(exception)
+
+    def CHECK_EXC_MATCH(self, inst):
+        expected = self.pop().as_python_constant()
+        self.push(ConstantVariable(isinstance(self.stack[-1].exception, expected)))
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+        self.exc_info.pop()
+
+    def RERAISE(self, inst):
+        """The handler did not catch it (or a ``finally`` ran): on to the next block out."""
+        raise self.pop().error
+
     def RAISE_VARARGS(self, inst):
         unsupported("a raise statement is reached at trace time (the frame would raise)")
 
@@ -677,6 +718,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             if self.one_graph:
                 raise
             inst = self.current_instruction
+            if isinstance(reason, TracedException):  # the break goes where it was raised, not
+                inst = reason.first_seen.get(self, inst)  # where a handler re-raised it
             reason.add_frame(self.code.co_filename, inst.positions.lineno, self.code.co_name)
             why_not = self.why_no_graph_break(inst)
             if why_not is not None:

@@ -25,6 +25,7 @@ from .functions import (
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import (
     DataClassVariable,
+    ExceptionVariable,
     NewObjectVariable,
     PythonModuleVariable,
     SuperVariable,
@@ -38,7 +39,7 @@ from .torch import GradModeVariable, TorchFunctionVariable
 
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
-    "ConstDictVariable", "ConstantVariable", "DataClassVariable", "FunctoolsPartialVariable",
+    "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",

@@ -11,7 +11,7 @@ import types
 import numpy as np
 import torch
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from .base import GetAttrVariable, VariableTracker
 
 CONSTANT_TYPES = (
@@ -39,7 +39,7 @@ def fold(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:
-        unsupported(f"{getattr(fn, '__qualname__', fn)} raised {type(e).__name__}: {e} at trace time")
+        raise_at_trace_time(e, f"{getattr(fn, '__qualname__', fn)} raised {type(e).__name__}: {e} at trace time")
 
 
 class ConstantVariable(VariableTracker):

@@ -6,7 +6,7 @@ mutated in place, and a dict from the caller is also written back after the grap
 import collections
 import types
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from .base import VariableTracker
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
 from .lists import TupleVariable
@@ -56,7 +56,7 @@ class ConstDictVariable(VariableTracker):
             self.mutable(tx)
             self.items[k] = self.default_factory.call_function(tx, [], {})
         if k not in self.items:
-            unsupported(f"KeyError: {k!r} at trace time")
+            raise_at_trace_time(KeyError(k))
         return self.items[k]
 
     def method_get(self, tx, key, default=None):
@@ -100,7 +100,7 @@ class ConstDictVariable(VariableTracker):
         self.mutable(tx)
         k = self.key(key)
         if k not in self.items and default is None:
-            unsupported(f"KeyError: {k!r} at trace time")
+            raise_at_trace_time(KeyError(k))
         return self.items.pop(k, default)
 
     def method_setdefault(self, tx, key, default=None):

@@ -19,7 +19,7 @@ import functools
 import inspect
 import types
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from ..source import AttrSource, ClosureSource, GetItemSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
@@ -300,7 +300,7 @@ def static_attribute(tx, obj_var, value, name, source):
         getattr_hook = inspect.getattr_static(type(value), "__getattr__", None)
         if isinstance(getattr_hook, types.FunctionType):  # the class's fallback, traced
             return UserMethodVariable(getattr_hook, obj_var).call_function(tx, [ConstantVariable(name)], {})
-        unsupported(f"AttributeError at trace time: {type(value).__name__} has no attribute {name!r}")
+        raise_at_trace_time(AttributeError(f"{type(value).__name__!r} object has no attribute {name!r}"))
     instance_dict = getattr(value, "__dict__", {})
     if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
         return tx.build(instance_dict[name], source)

@@ -20,7 +20,7 @@ import types
 
 import torch
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
 from .base import GetAttrVariable, VariableTracker
@@ -90,7 +90,7 @@ class TypeVariable(VariableTracker):
         try:
             attr = inspect.getattr_static(self.cls, name)
         except AttributeError:
-            unsupported(f"AttributeError at trace time: {self.cls.__qualname__} has no attribute {name!r}")
+            raise_at_trace_time(AttributeError(f"type object {self.cls.__qualname__!r} has no attribute {name!r}"))
         if isinstance(attr, staticmethod):
             return UserFunctionVariable(attr.__func__)
         if issubclass(self.cls, torch.autograd.Function) and name == "apply":
@@ -434,7 +434,7 @@ class DataClassVariable(VariableTracker):
         key = key.as_python_constant()
         if isinstance(key, str):
             if key not in self.items:
-                unsupported(f"KeyError: {key!r} at trace time")
+                raise_at_trace_time(KeyError(key))
             return self.items[key]
         return wrap_sequence(fold(list(self.items.values()).__getitem__, key))
 
@@ -570,6 +570,30 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def __repr__(self):
         return f"NewObjectVariable({type(self.value).__name__})"
+
+
+class ExceptionVariable(VariableTracker):
+    """An exception that the program raised at trace time and a ``try`` block caught
+    (``except KeyError as e``)."""
+
+    def __init__(self, error):
+        super().__init__()
+        self.error = error  # the TracedException, re-raised as it is by RERAISE
+        self.exception = error.exception
+
+    def python_type(self):
+        return type(self.exception)
+
+    def python_object(self):
+        unsupported(f"the exception object {self.exception!r} outside its handler")
+
+    def var_getattr(self, tx, name):
+        if name == "args":
+            return wrap_constant(self.exception.args)
+        unsupported(f"attribute {name!r} of a caught {type(self.exception).__name__}")
+
+    def __repr__(self):
+        return f"ExceptionVariable({self.exception!r})"
 
 
 class EnvironVariable(VariableTracker):

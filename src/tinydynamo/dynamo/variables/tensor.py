@@ -18,7 +18,7 @@ import operator
 import numpy as np
 import torch
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from ..source import AttrSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
@@ -94,7 +94,7 @@ class TensorVariable(VariableTracker):
         if callable(getattr(torch.Tensor, name, None)):
             return GetAttrVariable(self, name)
         if not hasattr(self.example_value, name):
-            unsupported(f"AttributeError at trace time: a tensor has no attribute {name!r}")
+            raise_at_trace_time(AttributeError(f"'Tensor' object has no attribute {name!r}"))
         value = getattr(self.example_value, name)
         if not is_constant_value(value):
             unsupported(f"Tensor attribute {name!r}")

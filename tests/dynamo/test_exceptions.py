@@ -1,0 +1,101 @@
+"""Exceptions that the program raises at trace time and catches itself are traced as CPython runs
+them: the exception table of the frame (or of an inlined caller) sends it to the handler. An
+exception no block of the traced frames catches is a graph break, and eager raises it."""
+import collections.abc
+
+import pytest
+import torch
+
+import tinydynamo
+import tinydynamo.dynamo as dynamo
+
+from dynamo_cases import assert_same
+
+
+def check(fn, *args, breaks=0):
+    expected = fn(*args)
+    assert_same(dynamo.compile(fn, backend="eager")(*args), expected)
+    assert tinydynamo.explain(fn)(*args).graph_break_count == breaks
+
+
+class Registry(collections.abc.MutableMapping):
+    """transformers' AttentionInterface: a global mapping with local overrides."""
+
+    _global_mapping = {"sdpa": torch.sin}
+
+    def __init__(self):
+        self._local_mapping = {}
+
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping[key] = value
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter(self._global_mapping)
+
+    def __len__(self):
+        return len(self._global_mapping)
+
+
+REGISTRY = Registry()
+
+
+def mapping_get_with_a_missing_key(x):
+    return REGISTRY.get("eager", torch.cos)(x) + REGISTRY.get("sdpa", torch.cos)(x)
+
+
+def catches_key_and_attribute_errors(x, table):
+    try:
+        scale = table["missing"]
+    except KeyError as error:
+        scale = len(error.args) + 1.0
+    try:
+        shift = x.no_such_attribute
+    except (AttributeError, TypeError):
+        shift = 2.0
+    try:
+        bias = table["bias"]
+    except KeyError:
+        bias = None
+    return x * scale + shift + bias
+
+
+def nested_handlers(x, table):
+    try:
+        try:
+            y = table["a"]
+        except ValueError:
+            y = 0.0
+    except LookupError:
+        y = x + 3
+    finally:
+        y = y * 2
+    return y
+
+
+@pytest.mark.parametrize("fn, args", [
+    (mapping_get_with_a_missing_key, (torch.randn(3),)),
+    (catches_key_and_attribute_errors, (torch.randn(3), {"bias": torch.ones(3)})),
+    (nested_handlers, (torch.randn(3), {})),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_caught_exceptions_are_traced(fn, args):
+    check(fn, *args)
+
+
+def raises_past_its_handler(x, table):
+    try:
+        return x + table["missing"]
+    except ValueError:
+        return x
+
+
+def test_an_exception_no_handler_catches_is_raised_as_in_eager():
+    with pytest.raises(KeyError):
+        dynamo.compile(raises_past_its_handler, backend="eager")(torch.randn(3), {})
