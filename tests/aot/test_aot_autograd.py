@@ -391,3 +391,26 @@ def test_gradient_only_through_an_unused_output_is_none_as_in_eager(backend):
     compiled(z)[1].backward()  # now through commit: the codebook gets its gradient
     eager(z)[1].backward()
     torch.testing.assert_close(compiled_model.codebook.weight.grad, eager.codebook.weight.grad)
+
+
+def writes_a_gradient_into_zeros(h):
+    out = torch.zeros_like(h)  # does not require grad, until a value that does is written in
+    out[0] = h[0] * 2
+    return out
+
+
+def uses_the_written_tensor(h):
+    return writes_a_gradient_into_zeros(h) * 3
+
+
+@pytest.mark.parametrize("fn", [writes_a_gradient_into_zeros, uses_the_written_tensor])
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_in_place_write_of_a_gradient_into_a_fresh_tensor(fn, backend, recwarn):
+    """recurrent_gemma's ``states = zeros_like(h); states[:, t] = s``: the written tensor requires
+    grad as in eager (returned as it is, the frame runs eagerly, with a warning)."""
+    h = torch.randn(3, 4, requires_grad=True)
+    out = tinydynamo.compile(fn, backend=backend)(h)
+    assert out.requires_grad
+    (grad,) = torch.autograd.grad(out.sum(), h)
+    (expected,) = torch.autograd.grad(fn(h).sum(), h)
+    torch.testing.assert_close(grad, expected)

@@ -91,6 +91,10 @@ class _OutputAnalysis:
             base = info
             while base.view is not None:
                 base = base.view.parent
+            if value.requires_grad and not base.tensor.requires_grad:
+                raise NotImplementedError(
+                    "tinydynamo.aot: an output that requires grad through an in-place write is a view "
+                    "of a tensor that does not (out = zeros_like(x); out[0] = x[0]); unsupported")
             index = self.graph_output_index(base.tensor)
             return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info))
         return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
