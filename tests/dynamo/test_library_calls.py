@@ -204,3 +204,21 @@ def test_a_parent_forward_and_an_inherited_dataclass_init_are_traced():
     assert tinydynamo.explain(norm)(x).graph_break_count == 0
     result = check(builds_a_subclassed_output, torch.randn(3))
     assert type(result) is SubOutput
+
+
+def scales_by_a_numpy_constant(x):
+    y = x / np.sqrt(16)  # transformers' Reformer: a numpy.float64 constant, not an array op
+    print("a graph break")
+    return torch.cat([y, y])
+
+
+def calls_vmap(x):
+    return torch.vmap(lambda row: row.sin() * 2)(x.exp())
+
+
+def test_numpy_calls_on_constants_fold_and_vmap_frames_run_as_python(capsys):
+    x = torch.randn(2, 3)
+    result = dynamo.compile(scales_by_a_numpy_constant, backend="eager")(x)
+    assert type(result) is torch.Tensor
+    torch.testing.assert_close(result, scales_by_a_numpy_constant(x))
+    torch.testing.assert_close(dynamo.compile(calls_vmap, backend="eager")(x), calls_vmap(x))  # strict: no error

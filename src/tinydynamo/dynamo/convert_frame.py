@@ -167,6 +167,8 @@ class ConvertFrame:
                 eval_frame.set_skip(code)
                 touched_codes.add(code)
                 return None
+            if trace_rules.inside_functorch_transform():
+                return None  # vmap/grad call it with batched tensors: runs as it is (this call only)
             entries = eval_frame.get_cache_entries(code)
             touched_codes.add(code)
             self.codes.add(code)

@@ -104,6 +104,12 @@ def installed_package(file):
     return None
 
 
+def inside_functorch_transform():
+    """Whether a functorch transform (``torch.vmap``, ``torch.func.grad``) is running: the frames
+    it calls see batched or wrapped tensors, which are not traced. Each such call runs as Python."""
+    return torch._C._functorch.peek_interpreter_stack() is not None
+
+
 def inline_refusal(code):
     """Why a call of ``code`` cannot be traced into while tracing, or None."""
     if code.co_filename.startswith(TORCH_DIR) and not code.co_filename.startswith(INLINABLE_TORCH_FILES):

@@ -17,7 +17,7 @@ from torch.utils._pytree import tree_map
 
 from ..exc import unsupported
 from .base import GetAttrVariable, VariableTracker
-from .constant import ConstantVariable, is_constant_value
+from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .lists import BaseListVariable
 from .tensor import TensorVariable, trace_op
 
@@ -173,6 +173,11 @@ class NumpyFunctionVariable(VariableTracker):
         return self.fn
 
     def call_function(self, tx, args, kwargs):
+        if all(a.is_python_constant() for a in [*args, *kwargs.values()]):  # np.sqrt(16): a constant
+            result = fold(self.fn, *[a.as_python_constant() for a in args],
+                          **{k: v.as_python_constant() for k, v in kwargs.items()})
+            if is_constant_value(result):
+                return wrap_constant(result)
         args = [NumpyNdarrayVariable.of(a) if type(a) is TensorVariable else a for a in args]
         return numpy_op(tx, NumpyOp(self.name), args, kwargs)
 
