@@ -524,3 +524,30 @@ def test_list_iterators_are_live_as_in_cpython():
     x = torch.randn(2)
     expected = iterators_see_later_appends(x, [x - 1])
     assert_same(dynamo.compile(iterators_see_later_appends, backend="eager")(x, [x - 1]), expected)
+
+
+class CachesATensor(torch.nn.Module):
+    """transformers' Wav2Vec2ConformerRotaryPositionalEmbedding: a tensor cached on the module."""
+
+    def __init__(self):
+        super().__init__()
+        self.cached_len = None
+        self.cached = None
+
+    def forward(self, x):
+        if x.shape[1] == self.cached_len and self.cached is not None:
+            return x * self.cached
+        self.cached_len = x.shape[1]
+        self.cached = torch.arange(x.shape[1]).float().cos()
+        return x * self.cached
+
+
+def test_a_tensor_cached_on_a_module_is_stored_and_read_back():
+    compiled_model, eager = CachesATensor(), CachesATensor()
+    compiled = dynamo.compile(compiled_model, backend="eager")
+    for n in (6, 6, 4):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(compiled(x), eager(x))
+        assert compiled_model.cached_len == n
+        torch.testing.assert_close(compiled_model.cached, eager.cached)
+    assert tinydynamo.explain(CachesATensor())(torch.randn(2, 6)).graph_break_count == 0

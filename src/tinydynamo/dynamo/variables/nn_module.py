@@ -107,9 +107,11 @@ class NNModuleVariable(VariableTracker):
         return ListIteratorVariable(items)
 
     def store_attr(self, tx, name, value):
-        """``self.flag = value`` in a forward: replayed after the graph (``Module.__setattr__``
-        runs then). Tensors, parameters and modules are registered by it: Unsupported."""
-        if self.source is None or isinstance(value, (TensorVariable, NNModuleVariable)) or any(
+        """``self.flag = value`` or ``self.cache = tensor`` in a forward: replayed after the graph
+        (``Module.__setattr__`` runs then), and read back while tracing. Parameters and modules
+        are registered by it, and so is a tensor given to a buffer's name: Unsupported."""
+        is_parameter = isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter)
+        if self.source is None or is_parameter or isinstance(value, NNModuleVariable) or any(
                 name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")):
             unsupported(f"assigning attribute {name!r} of {self} (a parameter, buffer or module)")
         tx.output.side_effects.store_attr(self, name, value)
