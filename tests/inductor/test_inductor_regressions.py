@@ -68,12 +68,14 @@ def test_a_graph_whose_outputs_are_all_views_of_inputs():
     assert out._base is x or out.data_ptr() == x.data_ptr()
 
 
-@pytest.mark.parametrize("shape, kernel, stride", [((1, 2, 24, 24), 24, None), ((1, 2, 26, 26), 24, 2)])
-def test_avg_pool_with_a_large_window(shape, kernel, stride):
-    """Found on EfficientNet: a 24x24 window summed as a chain of 576 adds was an expression too
-    deep for the loop IR (RecursionError); a global window is now a reduction, others a tree."""
+@pytest.mark.parametrize("shape, kernel, stride, ceil_mode", [
+    ((1, 2, 24, 24), 24, None, False), ((1, 2, 26, 26), 24, 2, False), ((2, 3, 1, 1), 320, None, True)])
+def test_avg_pool_with_a_large_window(shape, kernel, stride, ceil_mode):
+    """Found on EfficientNet (AvgPool2d(320, ceil_mode=True) on a 1x1 map): a 24x24 window summed
+    as a chain of 576 adds was an expression too deep for the loop IR (RecursionError), and a
+    320x320 one had 102,400 terms; a window over the whole input is now a reduction, others a tree."""
     x = torch.randn(*shape)
-    check_torch(lambda x: F.avg_pool2d(x, kernel, stride), [x], rtol=1e-5, atol=1e-5)
+    check_torch(lambda x: F.avg_pool2d(x, kernel, stride, ceil_mode=ceil_mode), [x], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8])

@@ -630,7 +630,8 @@ def _avg_pool_divisor(geometry, count_include_pad, device):
 def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
-    if geometry.output == [1, 1] and geometry.kernel == geometry.input and geometry.padding == [0, 0]:
+    covers_input = all(k >= n for k, n in zip(geometry.kernel, geometry.input))
+    if geometry.output == [1, 1] and covers_input and geometry.padding == [0, 0]:
         total = opmath(x).sum([-2, -1], keepdim=True)  # one window over everything: a reduction
     else:
         total = _pairwise_sum([window for _, window in geometry.windows(opmath(x), 0)])
