@@ -66,3 +66,18 @@ def test_named_backends_behind_pytorch_dynamo(backend, name):
     torch.testing.assert_close(loss, expected, rtol=1e-4, atol=1e-5)
     for (pname, p), q in zip(model.named_parameters(), reference.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m: f"grad of {pname}: {m}")
+
+
+def one_hot_of_argmax(x):
+    """transformers' Switch/LongT5 routers: aten's one_hot reads the indices' min and max."""
+    return torch.nn.functional.one_hot(x.argmax(-1), num_classes=4).float() * x.sum()
+
+
+def test_torch_compile_graphs_tinydynamo_cannot_compile_run_eagerly_with_a_warning():
+    torch._dynamo.reset()
+    x = torch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = torch.compile(one_hot_of_argmax, backend="tinydynamo", dynamic=False)(x)
+    torch.testing.assert_close(result, one_hot_of_argmax(x))
+    assert [str(w.message) for w in caught if "runs eagerly" in str(w.message)]

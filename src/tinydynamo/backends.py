@@ -79,7 +79,9 @@ def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
     tinydynamo compiles static shapes only: a graph with symbolic shapes, which Dynamo makes once a
     size changes (or with ``dynamic=True``), runs eagerly, with a warning. With ``dynamic=False``
-    Dynamo recompiles for each new shape instead, and every graph is compiled.
+    Dynamo recompiles for each new shape instead, and every graph is compiled. A graph that a
+    layer cannot compile (``NotImplementedError``: complex tensors, an op whose aten composite
+    reads a value) runs eagerly too, with a warning that names it, as with tinydynamo's frontend.
     """
     symbolic = symbolic_value(gm, example_inputs)
     if symbolic is not None:
@@ -87,7 +89,11 @@ def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
                       "and tinydynamo compiles static shapes only: it runs eagerly. Pass dynamic=False "
                       "to torch.compile to compile it for each shape instead.", stacklevel=2)
         return gm.forward
-    return inductor(gm, example_inputs)
+    try:
+        return inductor(gm, example_inputs)
+    except NotImplementedError as error:  # what tinydynamo's own frontend would run eagerly
+        warnings.warn(f"tinydynamo: this graph from torch.compile runs eagerly: {error}", stacklevel=2)
+        return gm.forward
 
 
 def symbolic_value(gm, example_inputs):
