@@ -111,12 +111,17 @@ def run_in_threads(workload, compiled, eager):
             except AssertionError as error:
                 problems.append(f"thread {thread}, call {call}: wrong result: {str(error).splitlines()[:3]}")
 
+    start_and_join(worker)
+    return problems
+
+
+def start_and_join(worker):
+    """worker(thread number) in THREADS threads at once; returns when all have finished."""
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return problems
 
 
 def workloads():
@@ -163,9 +168,5 @@ def test_backends_compile_graphs_in_several_threads_at_once():
         except Exception as error:  # noqa: BLE001 (any error is a finding)
             problems.append(f"thread {thread}: {type(error).__name__}: {error}")
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    start_and_join(worker)
     assert not problems, "\n".join(problems)
