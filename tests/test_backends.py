@@ -81,3 +81,21 @@ def test_torch_compile_graphs_tinydynamo_cannot_compile_run_eagerly_with_a_warni
         result = torch.compile(one_hot_of_argmax, backend="tinydynamo", dynamic=False)(x)
     torch.testing.assert_close(result, one_hot_of_argmax(x))
     assert [str(w.message) for w in caught if "runs eagerly" in str(w.message)]
+
+
+def relu_in_place_on_an_input(x):
+    """torch_geometric's AttentiveFP after a graph break: ``x.relu_()`` on a graph input that
+    requires grad (an intermediate of the caller, a leaf inside the trace)."""
+    return x.relu_() * 2
+
+
+def test_torch_compile_graphs_mutating_an_input_that_requires_grad_run_eagerly():
+    torch._dynamo.reset()
+    w = torch.randn(5, requires_grad=True)
+    v = w.detach().clone().requires_grad_(True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compile(relu_in_place_on_an_input, backend="tinydynamo", dynamic=False)(w * 1).sum().backward()
+    relu_in_place_on_an_input(v * 1).sum().backward()
+    torch.testing.assert_close(w.grad, v.grad)
+    assert [str(w.message) for w in caught if "mutated in place" in str(w.message)]

@@ -10,6 +10,7 @@ from torch._functorch.aot_autograd import aot_module_simplified
 from torch._functorch.partitioners import default_partition as torch_default_partition
 from torch.fx.experimental.proxy_tensor import make_fx
 
+import tinydynamo
 from tinydynamo.aot import aot_autograd, aot_eager, default_partition
 from tinydynamo.aot.aot_autograd import _lift_parameters_and_buffers
 from tinydynamo.aot.graph_capture import capture
@@ -316,7 +317,11 @@ def test_mutating_inputs_that_share_memory_raises():
         traced_graph(fn, base, base[:2].view(2))
 
 
-def test_mutating_an_input_that_requires_grad_raises_like_eager():
+def test_mutating_an_input_that_requires_grad_is_unsupported_and_runs_eagerly():
     x = torch.randn(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+    with pytest.raises(NotImplementedError, match="requires grad is mutated in place"):
         capture(lambda t: t.add_(1), [x], with_backward=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):  # as eager, for a leaf
+        tinydynamo.compile(lambda t: t.add_(1) * 2, backend="aot_eager")(x)
+    y = x * 1  # not a leaf: eager takes it
+    torch.testing.assert_close(tinydynamo.compile(lambda t: t.add_(1) * 2, backend="aot_eager")(y), (x + 1) * 2)

@@ -5,6 +5,7 @@ tensors, queries of global state, torch.backends flags, and ``@torch.no_grad()``
 function. Each case runs eagerly and compiled and compares results and graph breaks."""
 import collections
 import dataclasses
+import enum
 
 import numpy as np
 import pytest
@@ -222,3 +223,100 @@ def test_numpy_calls_on_constants_fold_and_vmap_frames_run_as_python(capsys):
     assert type(result) is torch.Tensor
     torch.testing.assert_close(result, scales_by_a_numpy_constant(x))
     torch.testing.assert_close(dynamo.compile(calls_vmap, backend="eager")(x), calls_vmap(x))  # strict: no error
+
+
+class Backend(str, enum.Enum):  # diffusers' AttentionBackendName
+    NATIVE = "native"
+    MATH = "math"
+
+
+class AttentionRegistry:  # diffusers' _AttentionBackendRegistry: a dict keyed by enum members
+    _backends = {Backend.NATIVE: torch.softmax, Backend.MATH: torch.log_softmax}
+    _active_backend = Backend.NATIVE
+
+    @classmethod
+    def get_active_backend(cls):
+        return cls._active_backend, cls._backends[cls._active_backend]
+
+
+def dispatches_on_an_enum_key(q):
+    backend, fn = AttentionRegistry.get_active_backend()
+    names = [member.value for member in AttentionRegistry._backends]
+    return fn(q, -1), backend, names
+
+
+def test_enum_members_are_dict_keys_guarded_by_identity(monkeypatch):
+    q = torch.randn(3, 4)
+    check(dispatches_on_an_enum_key, q)
+    compiled = dynamo.compile(dispatches_on_an_enum_key, backend="eager")
+    compiled(q)
+    monkeypatch.setattr(AttentionRegistry, "_active_backend", Backend.MATH)  # the guard sees the change
+    assert_same(compiled(q), dispatches_on_an_enum_key(q))
+
+
+class SiLUActivation(torch.nn.Module):  # transformers.activations: no __init__ of its own
+    def forward(self, input):
+        return torch.nn.functional.silu(input)
+
+
+class ClassInstantier(collections.OrderedDict):  # transformers' ACT2FN: each lookup builds a module
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+ACT2FN = ClassInstantier({"silu": SiLUActivation, "leaky": (torch.nn.LeakyReLU, {"negative_slope": 0.3})})
+
+
+def builds_activations(x):
+    return ACT2FN["silu"](x) * 2 + ACT2FN["leaky"](x)
+
+
+class CountsInstances(torch.nn.Module):
+    created = 0
+
+    def __init__(self):
+        super().__init__()
+        CountsInstances.created += 1  # the user's own __init__: running it at trace time only is wrong
+
+    def forward(self, x):
+        return x + 1
+
+
+def test_modules_built_by_a_dict_subclass_are_traced_and_guarded_once():
+    x = torch.randn(5)
+    check(builds_activations, x)
+    compiled = dynamo.compile(builds_activations, backend="eager")
+    compiled(x)
+    compiled(x)
+    assert tinydynamo.stats()["recompiles"] == 0  # the guard reads past ACT2FN's __getitem__
+
+
+def test_a_module_whose_own_init_is_user_code_is_a_graph_break():
+    def f(x):
+        return CountsInstances()(x)
+
+    x = torch.randn(3)
+    before = CountsInstances.created
+    assert_same(dynamo.compile(f, backend="eager")(x), f(x))
+    assert CountsInstances.created - before == 2  # once per call, compiled or not
+    assert "its __init__ is the user's own code" in tinydynamo.explain(f)(x).break_reasons[0].reason
+
+
+class Registry(dict):
+    def __getitem__(self, key):
+        return super().__getitem__(key) * 2
+
+
+SCALES = Registry(a=[1.5, 2.5])
+
+
+def returns_an_item_read_past_getitem(x):
+    items = super(Registry, SCALES).__getitem__("a")  # the list itself, returned to the caller
+    return x * items[0], items
+
+
+def test_an_item_read_past_getitem_is_rebuilt_from_its_source():
+    result = check(returns_an_item_read_past_getitem, torch.randn(2))
+    assert result[1] is dict.__getitem__(SCALES, "a")  # the very list, not a copy

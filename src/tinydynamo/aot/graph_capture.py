@@ -140,7 +140,14 @@ def _run_forward(tracer, fn, inputs, with_backward):
           _onednn_disabled()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
         with torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer:
-            return fn(*inputs)
+            try:
+                return fn(*inputs)
+            except RuntimeError as error:
+                if "leaf Variable that requires grad" not in str(error):
+                    raise
+                # The inputs are traced as leaves; the caller's may not be (a graph break before).
+                raise NotImplementedError("tinydynamo.aot: an input that requires grad is mutated "
+                                          "in place; unsupported") from error
 
 
 def capture(fn, inputs, *, with_backward):

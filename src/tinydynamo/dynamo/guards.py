@@ -34,7 +34,7 @@ import weakref
 import torch
 
 from ..utils import counters
-from .source import ClosureSource, GlobalSource, LocalSource, Source
+from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
 
 AUTOCAST_DEVICES = ("cpu", "cuda")
 
@@ -130,6 +130,8 @@ class GuardBuilder:
                 expression = f"{cell}.cell_contents"
             elif isinstance(source, GlobalSource):
                 expression = key
+            elif isinstance(source, GetItemSource):  # a key that has no literal (an enum member) is a constant
+                expression = source.child_expression(self.local(source.base), self.const(source.index))
             else:
                 expression = source.child_expression(self.local(source.base))
             name = source.placeholder_name()

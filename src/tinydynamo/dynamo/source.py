@@ -113,8 +113,9 @@ class GetItemSource(Source):
     def name(self):
         return self.child_expression(self.base.name())
 
-    def child_expression(self, base):
-        return f"{base}[{self.index!r}]"
+    def child_expression(self, base, index=None):
+        """The expression; ``index`` is how to write the key (default: its repr, a literal)."""
+        return f"{base}[{index or repr(self.index)}]"
 
     def reconstruct(self, codegen):
         self.base.reconstruct(codegen)
@@ -124,3 +125,18 @@ class GetItemSource(Source):
     @property
     def depth(self):
         return self.base.depth + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class DictGetItemSource(GetItemSource):
+    """``dict.__getitem__(base, index)``: an item of a dict subclass read past its own
+    ``__getitem__`` (transformers' ``ACT2FN`` builds a new module on each ``ACT2FN[key]``)."""
+
+    def child_expression(self, base, index=None):
+        return f"dict.__getitem__({base}, {index or repr(self.index)})"
+
+    def reconstruct(self, codegen):
+        codegen.load_const(dict.__getitem__, push_null=True)
+        self.base.reconstruct(codegen)
+        codegen.load_const(self.index)
+        codegen.call(2)

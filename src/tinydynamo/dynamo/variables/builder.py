@@ -7,7 +7,7 @@ tracker for the value's type and records the guards under which the trace stays 
     tensor              -> TENSOR_MATCH, and a graph input (placeholder)
     int, float, str...  -> CONSTANT_MATCH (the value is baked into the graph)
     tuple, list, dict   -> TYPE_MATCH + LENGTH_CHECK / DICT_KEYS, items wrapped in turn
-    nn.Module, function, module, class -> ID_MATCH
+    nn.Module, function, module, class, enum member -> ID_MATCH
     GradModeExit        -> TYPE_MATCH, and CONSTANT_MATCH on its prior mode (chapter 5)
     other objects       -> TYPE_MATCH
 
@@ -16,6 +16,7 @@ of guards. With ``source=None`` (torch's own attributes, default arguments) no g
 installed, and only values that need none are accepted.
 """
 import collections
+import enum
 import functools
 import os
 import types
@@ -27,7 +28,7 @@ from ..guards import Guard
 from ..source import AttrSource, GetItemSource
 from .builtin import HANDLERS, BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
-from .dicts import ConstDictVariable
+from .dicts import ConstDictVariable, is_dict_key
 from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
 from .misc import (
@@ -135,7 +136,7 @@ class VariableBuilder:
         return TupleVariable(items, source=self.source, tuple_cls=type(value))
 
     def wrap_dict(self, value):
-        if not all(is_constant_value(k) for k in value):
+        if not all(is_dict_key(k) for k in value):
             unsupported("a dict with non-constant keys")
         self.guard("TYPE_MATCH", type(value))
         self.guard("DICT_KEYS", list(value))
@@ -184,7 +185,10 @@ class VariableBuilder:
             if value.__module__ == "builtins" or value in HANDLERS:  # int, list... itertools.product
                 return BuiltinVariable(value)
             return TypeVariable(value, self.source)
-        self.guard("TYPE_MATCH", type(value))
+        if isinstance(value, enum.Enum):  # a singleton the trace may use as a constant (a dict key, .value)
+            self.guard("ID_MATCH", value)
+        else:
+            self.guard("TYPE_MATCH", type(value))
         return UserDefinedObjectVariable(value, self.source)
 
     def wrap_grad_mode_exit(self, value):

@@ -4,12 +4,22 @@
 mutated in place, and a dict from the caller is also written back after the graph.
 """
 import collections
+import enum
 import types
 
 from ..exc import raise_at_trace_time, unsupported
 from .base import VariableTracker
-from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_constant_value, wrap_constant
 from .lists import TupleVariable
+
+
+def is_dict_key(value):
+    """A key a traced dict can hold: a constant, or an enum member (a singleton, compared by identity)."""
+    return is_constant_value(value) or isinstance(value, enum.Enum)
+
+
+def key_tracker(tx, key):
+    return wrap_constant(key) if is_constant_value(key) else tx.build(key)
 
 
 class ConstDictVariable(VariableTracker):
@@ -29,7 +39,7 @@ class ConstDictVariable(VariableTracker):
         unsupported(f"the identity of {self}")
 
     def unpack_var_sequence(self, tx):
-        return [wrap_constant(k) for k in self.items]
+        return [key_tracker(tx, k) for k in self.items]
 
     def truthy(self, tx):
         return bool(self.items)
@@ -171,10 +181,10 @@ class DictViewVariable(VariableTracker):
     def unpack_var_sequence(self, tx):
         items = self.dict_var.items
         if self.kind == "keys":
-            return [wrap_constant(k) for k in items]
+            return [key_tracker(tx, k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([wrap_constant(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_tracker(tx, k), v]) for k, v in items.items()]
 
     def as_python_constant(self):
         if self.kind == "keys":

@@ -22,7 +22,7 @@ import torch
 
 from ..exc import raise_at_trace_time, unsupported
 from ..guards import Guard
-from ..source import AttrSource, GetItemSource
+from ..source import AttrSource, DictGetItemSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
@@ -208,6 +208,11 @@ class UserDefinedObjectVariable(VariableTracker):
     def python_object(self):
         return self.value
 
+    def as_python_constant(self):
+        if not isinstance(self.value, enum.Enum):  # a member is a singleton: usable as a dict key
+            return super().as_python_constant()
+        return self.value
+
     def python_type(self):
         return type(self.value)
 
@@ -220,7 +225,7 @@ class UserDefinedObjectVariable(VariableTracker):
             unsupported(f"reading {type(self.value).__name__}.{name} after an assignment through "
                         "its own __setattr__ (which may have changed it)")
         if isinstance(self.value, enum.Enum) and name in ("name", "value"):
-            return self.enum_attribute(tx, name)
+            return tx.build(getattr(self.value, name))  # fixed for a member, and the builder guarded which
         if source is None and name in getattr(self.value, "__dict__", {}):
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
         if type(self.value).__module__.startswith("torch.backends"):  # torch.backends.cuda.matmul.allow_tf32
@@ -286,22 +291,16 @@ class UserDefinedObjectVariable(VariableTracker):
         methods (``super().get(key)`` in the subclass): guarded on its keys, read-only."""
         if self.source is None or self in tx.output.side_effects.item_writes:
             unsupported(f"the contents of a {type(self.value).__name__} with no source, or written to")
-        contents = dict.copy(self.value)
-        tx.output.add_guard(Guard(self.source, "DICT_KEYS", list(contents)))
-        items = {k: tx.build(v, GetItemSource(self.source, k)) for k, v in contents.items()}
+        keys = list(self.value)
+        tx.output.add_guard(Guard(self.source, "DICT_KEYS", keys))
+        items = {k: tx.build(dict.__getitem__(self.value, k), DictGetItemSource(self.source, k))
+                 for k in keys}
         return ConstDictVariable(items)
 
     def generic_getattr(self, tx, name):
         """``object.__getattribute__(obj, name)``: the lookup without the class's override."""
         source = AttrSource(self.source, name) if self.source else None
         return static_attribute(tx, self, self.value, name, source)
-
-    def enum_attribute(self, tx, name):
-        """``Color.RED.value``: fixed for a given member, so guard which member it is."""
-
-        if self.source is not None:
-            tx.output.add_guard(Guard(self.source, "ID_MATCH", self.value))
-        return tx.build(getattr(self.value, name))
 
     def call_function(self, tx, args, kwargs):
         call = inspect.getattr_static(type(self.value), "__call__", None)

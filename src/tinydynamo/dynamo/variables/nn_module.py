@@ -12,12 +12,14 @@ Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be inde
 and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
 import functools
+import types
 
 import torch
 
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource
+from ..trace_rules import installed_package, library_file
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, wrap_constant
 from .functions import UserMethodVariable, static_attribute
@@ -161,10 +163,24 @@ class NNModuleVariable(VariableTracker):
         return f"NNModuleVariable({type(self.module).__name__}, {self.source.name()})"
 
 
+def constructor_is_known(klass):
+    """Every ``__init__`` written in Python in ``klass``'s MRO is torch's or an installed library's."""
+    for base in klass.__mro__:
+        init = base.__dict__.get("__init__")
+        if isinstance(init, types.FunctionType):
+            file = init.__code__.co_filename
+            if library_file(file) is None and installed_package(file) is None:
+                return False
+    return True
+
+
 class NewModuleVariable(NNModuleVariable):
-    """A module of ``torch.nn`` without parameters or buffers, created inside the frame from
-    constants (``loss_fct = CrossEntropyLoss()``): built now, so that its forward can be traced,
-    and built again by the transformed code (``cls(*args, **kwargs)``) if it outlives the graph."""
+    """A module without parameters or buffers, created inside the frame from constants
+    (``loss_fct = CrossEntropyLoss()``, transformers' ``ACT2FN["silu"]``): built now, so that its
+    forward can be traced, and built again by the transformed code (``cls(*args, **kwargs)``) if it
+    outlives the graph. Building it at trace time runs its ``__init__`` once, outside the graph, so
+    only constructors known to do nothing else qualify: torch.nn's own, or those of an installed
+    library (not the user's own code, whose ``__init__`` may count instances or log)."""
 
     def __init__(self, module, rebuild):
         super().__init__(module, None)
@@ -172,10 +188,11 @@ class NewModuleVariable(NNModuleVariable):
 
     @classmethod
     def create(cls, tx, klass, args, kwargs):
-        if not klass.__module__.startswith("torch.nn.modules") or not all(
-                a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unsupported(f"creating a {klass.__name__} inside the compiled frame (only torch.nn's "
-                        "own modules, from constants)")
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"creating a {klass.__name__} inside the compiled frame from non-constant arguments")
+        if not constructor_is_known(klass):
+            unsupported(f"creating a {klass.__name__} inside the compiled frame (its __init__ is the "
+                        "user's own code, which would run at trace time only)")
         rebuild = functools.partial(klass, *[a.as_python_constant() for a in args],
                                     **{k: v.as_python_constant() for k, v in kwargs.items()})
         module = fold(rebuild)
