@@ -6,6 +6,7 @@ function. Each case runs eagerly and compiled and compares results and graph bre
 import collections
 import dataclasses
 import enum
+import typing
 
 import numpy as np
 import pytest
@@ -320,3 +321,20 @@ def returns_an_item_read_past_getitem(x):
 def test_an_item_read_past_getitem_is_rebuilt_from_its_source():
     result = check(returns_an_item_read_past_getitem, torch.randn(2))
     assert result[1] is dict.__getitem__(SCALES, "a")  # the very list, not a copy
+
+
+VALIDATORS = {typing.Union: lambda x: x + 1, list: lambda x: x * 2, typing.ClassVar: lambda x: x - 3}
+EXPECTED = {"kind": typing.Union, "field": typing.Optional[int]}  # huggingface_hub's @strict
+
+
+def validates_by_type(x):
+    return VALIDATORS[typing.get_origin(EXPECTED["field"])](x) + VALIDATORS.get(EXPECTED["kind"])(x)
+
+
+def test_classes_and_typing_forms_are_dict_keys_guarded_by_identity(monkeypatch):
+    x = torch.randn(3)
+    check(validates_by_type, x)
+    compiled = dynamo.compile(validates_by_type, backend="eager")
+    compiled(x)
+    monkeypatch.setitem(EXPECTED, "kind", typing.ClassVar)  # another _SpecialForm: the key's guard sees it
+    assert_same(compiled(x), validates_by_type(x))

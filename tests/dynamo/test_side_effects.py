@@ -395,7 +395,8 @@ def test_a_relative_import_inside_the_function(tmp_path, monkeypatch):
 
 
 class Validated:
-    """Like transformers' configs: __setattr__ validates (and could remap) every assignment."""
+    """Like transformers' configs: __setattr__ validates and remaps every assignment."""
+    attribute_map = {"num_labels": "width"}
 
     def __init__(self):
         self.mode = None
@@ -404,7 +405,7 @@ class Validated:
     def __setattr__(self, name, value):
         if name == "mode" and value not in (None, "sum", "mean"):
             raise ValueError(value)
-        super().__setattr__(name, value)
+        super().__setattr__(self.attribute_map.get(name, name), value)
 
 
 def sets_a_validated_attribute(x, cfg):
@@ -413,21 +414,31 @@ def sets_a_validated_attribute(x, cfg):
     return x.sum() if cfg.mode == "sum" else x.mean()
 
 
-def reads_another_attribute_after_the_write(x, cfg):
+def remaps_an_attribute_then_reads_it(x, cfg):
     cfg.mode = "mean"
+    cfg.num_labels = 3  # CvT's head: self.config.problem_type = ..., then self.config.num_labels
     return x * cfg.width
 
 
-def test_assignments_through_a_python_setattr_are_replayed():
+def test_a_python_setattr_is_traced_and_its_writes_replayed():
     x = torch.randn(3)
     cfg = Validated()
     assert_same(dynamo.compile(sets_a_validated_attribute, backend="eager")(x, cfg), x.sum())
     assert cfg.mode == "sum"
     assert tinydynamo.explain(sets_a_validated_attribute)(x, Validated()).graph_break_count == 0
-    # __setattr__ might have changed any attribute: reading another one after it breaks the graph
-    explanation = tinydynamo.explain(reads_another_attribute_after_the_write)(x, Validated())
-    assert "after an assignment through its own __setattr__" in explanation.break_reasons[0].reason
-    assert_same(dynamo.compile(reads_another_attribute_after_the_write, backend="eager")(x, Validated()), x * 2)
+    cfg = Validated()
+    assert_same(dynamo.compile(remaps_an_attribute_then_reads_it, backend="eager")(x, cfg), x * 3)
+    assert (cfg.mode, cfg.width, "num_labels" in vars(cfg)) == ("mean", 3, False)
+    assert tinydynamo.explain(remaps_an_attribute_then_reads_it)(x, Validated()).graph_break_count == 0
+
+
+def test_a_python_setattr_that_raises_raises_as_in_eager():
+    def sets_an_invalid_mode(x, cfg):
+        cfg.mode = "max"
+        return x + 1
+
+    with pytest.raises(ValueError, match="max"):
+        dynamo.compile(sets_an_invalid_mode, backend="eager")(torch.randn(2), Validated())
 
 
 def helper_without_tensors(name):

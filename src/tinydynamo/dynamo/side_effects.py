@@ -18,7 +18,6 @@ class SideEffects:
         self.attr_stores = {}  # tracker of an object with a source -> {attribute name: tracker}
         self.calls = []  # (function, argument trackers): ``object.__setattr__(obj, name, value)``...
         self.attr_values = {}  # tracker -> {name: tracker}: every attribute assigned, for reads
-        self.opaque_writes = set()  # objects assigned to through their own Python __setattr__
         self.item_writes = set()  # trackers of dict subclasses written through dict.__setitem__
 
     def replay_call(self, fn, args):

@@ -8,14 +8,21 @@ import enum
 import types
 
 from ..exc import raise_at_trace_time, unsupported
+from ..guards import Guard
 from .base import VariableTracker
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_constant_value, wrap_constant
 from .lists import TupleVariable
 
 
+def hashed_by_identity(value):
+    """Classes, ``typing.Union``, plain objects: equal only to themselves."""
+    return type(value).__eq__ is object.__eq__ and type(value).__hash__ is object.__hash__
+
+
 def is_dict_key(value):
-    """A key a traced dict can hold: a constant, or an enum member (a singleton, compared by identity)."""
-    return is_constant_value(value) or isinstance(value, enum.Enum)
+    """A key a traced dict can hold: a constant, an enum member, or an object compared by identity
+    (huggingface_hub's validators are keyed by ``list``, ``typing.Union``...)."""
+    return is_constant_value(value) or isinstance(value, enum.Enum) or hashed_by_identity(value)
 
 
 def key_tracker(tx, key):
@@ -44,10 +51,16 @@ class ConstDictVariable(VariableTracker):
     def truthy(self, tx):
         return bool(self.items)
 
-    def key(self, var):
-        if not var.is_python_constant():
+    def key(self, tx, var):
+        """The real key ``var`` stands for; an object compared by identity is guarded to stay the same."""
+        if var.is_python_constant():
+            return var.as_python_constant()
+        value = var.python_object()
+        if not hashed_by_identity(value):
             unsupported(f"a dict key that is not a constant: {var}")
-        return var.as_python_constant()
+        if var.source is not None:
+            tx.output.add_guard(Guard(var.source, "ID_MATCH", value))
+        return value
 
     def mutable(self, tx):
         """About to change: a dict from the caller is written back after the graph."""
@@ -61,7 +74,7 @@ class ConstDictVariable(VariableTracker):
         return handler(tx, *args, **kwargs)
 
     def method_getitem(self, tx, key):
-        k = self.key(key)
+        k = self.key(tx, key)
         if k not in self.items and self.default_factory is not None:  # a defaultdict's missing key
             self.mutable(tx)
             self.items[k] = self.default_factory.call_function(tx, [], {})
@@ -70,10 +83,10 @@ class ConstDictVariable(VariableTracker):
         return self.items[k]
 
     def method_get(self, tx, key, default=None):
-        return self.items.get(self.key(key), default or ConstantVariable(None))
+        return self.items.get(self.key(tx, key), default or ConstantVariable(None))
 
     def method_contains(self, tx, key):
-        return ConstantVariable(self.key(key) in self.items)
+        return ConstantVariable(self.key(tx, key) in self.items)
 
     def method_len(self, tx):
         return ConstantVariable(len(self.items))
@@ -92,7 +105,7 @@ class ConstDictVariable(VariableTracker):
 
     def method_setitem(self, tx, key, value):
         self.mutable(tx)
-        self.items[self.key(key)] = value
+        self.items[self.key(tx, key)] = value
         return ConstantVariable(None)
 
     def method_update(self, tx, other=None, **kwargs):
@@ -102,20 +115,20 @@ class ConstDictVariable(VariableTracker):
         elif other is not None:  # an iterable of (key, value) pairs
             for pair in other.unpack_var_sequence(tx):
                 key, value = pair.unpack_var_sequence(tx)
-                self.items[self.key(key)] = value
+                self.items[self.key(tx, key)] = value
         self.items.update(kwargs)
         return ConstantVariable(None)
 
     def method_pop(self, tx, key, default=None):
         self.mutable(tx)
-        k = self.key(key)
+        k = self.key(tx, key)
         if k not in self.items and default is None:
             raise_at_trace_time(KeyError(k))
         return self.items.pop(k, default)
 
     def method_setdefault(self, tx, key, default=None):
         self.mutable(tx)
-        return self.items.setdefault(self.key(key), default or ConstantVariable(None))
+        return self.items.setdefault(self.key(tx, key), default or ConstantVariable(None))
 
     def reconstruct(self, codegen):
         if self.source is not None:
@@ -198,7 +211,7 @@ class DictViewVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
-            return ConstantVariable(self.dict_var.key(args[0]) in self.dict_var.items)
+            return ConstantVariable(self.dict_var.key(tx, args[0]) in self.dict_var.items)
         if name in ("__contains__", "isdisjoint", "__eq__", "__and__", "__or__", "__sub__") \
                 and all(a.is_python_constant() for a in args):
             return wrap_constant(fold(getattr(self.as_python_constant(), name),

@@ -221,9 +221,6 @@ class UserDefinedObjectVariable(VariableTracker):
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
-        if self in tx.output.side_effects.opaque_writes:
-            unsupported(f"reading {type(self.value).__name__}.{name} after an assignment through "
-                        "its own __setattr__ (which may have changed it)")
         if isinstance(self.value, enum.Enum) and name in ("name", "value"):
             return tx.build(getattr(self.value, name))  # fixed for a member, and the builder guarded which
         if source is None and name in getattr(self.value, "__dict__", {}):
@@ -240,15 +237,16 @@ class UserDefinedObjectVariable(VariableTracker):
         """``obj.name = value`` on an object from the caller: replayed after the graph.
 
         If the class overrides ``__setattr__`` in Python (transformers' configs validate and
-        remap names), the replay runs it, and the trace cannot know what else it changed: later
-        reads of that attribute see the value, reads of any other attribute are Unsupported."""
+        remap names), that method is traced: the ``object.__setattr__`` it reaches through
+        ``super()`` is the write that is replayed (see ``slot_write``)."""
         cls = type(self.value)
         if self.source is None:
             unsupported(f"assigning attribute {name!r} of a {cls.__name__} with no source")
         setattr_method = inspect.getattr_static(cls, "__setattr__")
         if isinstance(setattr_method, types.FunctionType):
-            tx.output.side_effects.opaque_writes.add(self)
-        elif setattr_method is not object.__setattr__ or inspect.isdatadescriptor(
+            UserMethodVariable(setattr_method, self).call_function(tx, [ConstantVariable(name), value], {})
+            return
+        if setattr_method is not object.__setattr__ or inspect.isdatadescriptor(
                 inspect.getattr_static(cls, name, None)):
             unsupported(f"assigning attribute {name!r} of a {cls.__name__} (__setattr__ or a descriptor)")
         tx.output.side_effects.store_attr(self, name, value)
