@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from inductor_helpers import check_prims, check_torch, generated, prim_graph
+import tinydynamo
 from tinydynamo import prims
 
 
@@ -76,6 +77,18 @@ def test_avg_pool_with_a_large_window(shape, kernel, stride, ceil_mode):
     320x320 one had 102,400 terms; a window over the whole input is now a reduction, others a tree."""
     x = torch.randn(*shape)
     check_torch(lambda x: F.avg_pool2d(x, kernel, stride, ceil_mode=ceil_mode), [x], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, kernel, ceil_mode", [((2, 3, 1, 1), 320, True), ((1, 2, 24, 24), 24, False)])
+def test_avg_pool_backward_of_one_window_over_the_input(shape, kernel, ceil_mode):
+    """EfficientNet's training step: the backward of AvgPool2d(320, ceil_mode=True) scattered
+    into 102,400 window positions (four minutes of decomposition); it is now a broadcast."""
+    x = torch.randn(*shape, requires_grad=True)
+    y = x.detach().clone().requires_grad_(True)
+    pool = lambda t: F.avg_pool2d(t, kernel, ceil_mode=ceil_mode).sin().sum()  # noqa: E731
+    tinydynamo.compile(pool)(x).backward()
+    pool(y).backward()
+    torch.testing.assert_close(x.grad, y.grad)
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8])

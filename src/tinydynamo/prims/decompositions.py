@@ -555,6 +555,12 @@ class PoolGeometry:
         span = (self.output[d] - 1) * self.stride[d] + self.dilation[d] * (self.kernel[d] - 1) + 1
         return max(0, span - self.input[d] - self.padding[d])
 
+    def one_window_over_input(self):
+        """A single window, unpadded, that covers the whole input (EfficientNet's
+        AvgPool2d(320, ceil_mode=True) on a 1x1 map): a reduction, not kernel-many terms."""
+        covers_input = all(k >= n for k, n in zip(self.kernel, self.input))
+        return self.output == [1, 1] and covers_input and self.padding == [0, 0]
+
     def padded_size(self):
         return [self.input[d] + self.padding[d] + self.padding_after(d) for d in (0, 1)]
 
@@ -630,9 +636,8 @@ def _avg_pool_divisor(geometry, count_include_pad, device):
 def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
-    covers_input = all(k >= n for k, n in zip(geometry.kernel, geometry.input))
-    if geometry.output == [1, 1] and covers_input and geometry.padding == [0, 0]:
-        total = opmath(x).sum([-2, -1], keepdim=True)  # one window over everything: a reduction
+    if geometry.one_window_over_input():
+        total = opmath(x).sum([-2, -1], keepdim=True)
     else:
         total = _pairwise_sum([window for _, window in geometry.windows(opmath(x), 0)])
     divisor = divisor_override or _avg_pool_divisor(geometry, count_include_pad, x.device)
@@ -655,6 +660,8 @@ def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
     geometry = PoolGeometry(x, kernel_size, stride, padding, 1, ceil_mode)
     divisor = divisor_override or _avg_pool_divisor(geometry, count_include_pad, x.device)
     grad = opmath(grad_output) / divisor
+    if geometry.one_window_over_input():
+        return grad.expand(x.shape).to(x.dtype)
     lead = list(x.shape[:-2])
     padded_height, padded_width = geometry.padded_size()
     targets = []
