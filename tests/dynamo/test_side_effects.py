@@ -562,3 +562,27 @@ def test_a_tensor_cached_on_a_module_is_stored_and_read_back():
         assert compiled_model.cached_len == n
         torch.testing.assert_close(compiled_model.cached, eager.cached)
     assert tinydynamo.explain(CachesATensor())(torch.randn(2, 6)).graph_break_count == 0
+
+
+class Router(torch.nn.Module):
+    """Switch Transformers' router: casts its classifier to its dtype on every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.classifier = torch.nn.Linear(4, 3)
+        self.dtype = torch.float32
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(self.dtype)
+        return self.classifier(x.to(self.dtype))
+
+
+def test_a_module_cast_to_its_own_dtype_is_the_same_module():
+    router, x = Router(), torch.randn(2, 4)
+    assert tinydynamo.explain(router)(x).graph_break_count == 0
+    compiled = dynamo.compile(router, backend="eager")
+    assert_same(compiled(x), router(x))
+    router.dtype = torch.float64  # now .to() casts: the guards see it, and the cast runs eagerly
+    assert_same(compiled(x), router(x))
+    assert router.classifier.weight.dtype == torch.float64
+    assert "casts its tensors" in tinydynamo.explain(Router().double())(x).break_reasons[0].reason

@@ -57,7 +57,7 @@ class NNModuleVariable(VariableTracker):
             return pending
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
-        if name in WALKS:
+        if name in WALKS or name == "to":
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         for table in ("_parameters", "_buffers", "_modules"):
             if name in module.__dict__.get(table, {}):
@@ -87,7 +87,24 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(args[0].as_python_constant() in self.guarded_keys(tx))
         if name in WALKS:
             return self.walk(tx, name, args, kwargs)
+        if name == "to":
+            return self.to_same(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def to_same(self, tx, args, kwargs):
+        """``module.to(dtype)`` that changes nothing (Switch Transformers' router casts its
+        classifier to float32 on every call): the module itself. Each tensor's dtype and device
+        is guarded (TENSOR_MATCH) through ``parameters()``/``buffers()``; a real cast is Unsupported."""
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported("module.to() with non-constant arguments")
+        device, dtype, _, _ = fold(torch._C._nn._parse_to, *[a.as_python_constant() for a in args],
+                                   **{k: v.as_python_constant() for k, v in kwargs.items()})
+        tensors = [*self.walk(tx, "parameters", [], {}).items, *self.walk(tx, "buffers", [], {}).items]
+        for tensor in (t.example_value for t in tensors):
+            casts = dtype is not None and tensor.dtype != dtype and (tensor.is_floating_point() or tensor.is_complex())
+            if casts or (device is not None and tensor.device != device):
+                unsupported(f"{type(self.module).__name__}.to() that moves or casts its tensors (changes the module)")
+        return self
 
     def walk(self, tx, name, args, kwargs):
         """``modules()``, ``named_parameters()``...: run on the real module, each item wrapped
@@ -112,6 +129,8 @@ class NNModuleVariable(VariableTracker):
         """``self.flag = value`` or ``self.cache = tensor`` in a forward: replayed after the graph
         (``Module.__setattr__`` runs then), and read back while tracing. Parameters and modules
         are registered by it, and so is a tensor given to a buffer's name: Unsupported."""
+        if isinstance(value, NNModuleVariable) and value.module is self.module._modules.get(name):
+            return  # self.classifier = self.classifier.to(dtype): the same module again
         is_parameter = isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter)
         if self.source is None or is_parameter or isinstance(value, NNModuleVariable) or any(
                 name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")):
