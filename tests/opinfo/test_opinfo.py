@@ -28,7 +28,7 @@ FAST_SLICE = {
     "nn.functional.silu": torch.float64, "sum": torch.int64, "mean": torch.bfloat16, "amax": torch.int64,
     "var": torch.float64, "prod": torch.int64, "argmax": torch.int64, "softmax": torch.bfloat16,
     "log_softmax": torch.float64, "logsumexp": torch.float64, "cumsum": torch.int64,
-    "mm": torch.int64, "bmm": torch.float64, "matmul": torch.bfloat16, "cat": torch.bool,
+    "mm": torch.int64, "bmm": torch.float64, "baddbmm": torch.int64, "matmul": torch.bfloat16, "cat": torch.bool,
     "stack": torch.int64, "transpose": torch.bool, "permute": torch.int64, "reshape": torch.bool,
     "expand": torch.int64, "squeeze": torch.bfloat16, "index_select": torch.int64,
     "gather": torch.float64, "masked_fill": torch.bool, "nn.functional.layer_norm": torch.float64,
@@ -58,3 +58,11 @@ def test_full_sweep(op_name, record):
     record(results)
     bad = [r for r in results if r.status in ("wrong", "error", "timeout")]
     assert not bad, "\n".join(f"{r.dtype} sample {r.sample}: {r.status}: {r.detail}" for r in bad)
+
+
+def test_a_difference_from_eager_passes_only_when_it_is_rounding():
+    """Eager rounds too: a compiled result as close to float64 as eager's passes; others do not."""
+    reference, eager = torch.tensor([0.0, 1.0], dtype=torch.float64), torch.tensor([2.4e-5, 1.0])
+    assert sweep.closer_to_float64((torch.tensor([0.0, 1.0]),), (eager,), (reference,))
+    assert not sweep.closer_to_float64((torch.tensor([1e-3, 1.0]),), (eager,), (reference,))
+    assert not sweep.closer_to_float64((torch.tensor([float("nan"), 1.0]),), (eager,), (reference,))

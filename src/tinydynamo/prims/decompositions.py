@@ -47,8 +47,11 @@ def bmm(a, b):
     return prims.bmm(a, b)
 
 
-def _scaled_sum(product, bias, beta, alpha):
-    """alpha * product + beta * bias; beta == 0 ignores bias entirely (even nan), as BLAS does."""
+def _scaled_sum(product, bias, beta, alpha, dtype):
+    """alpha * product + beta * bias; beta == 0 ignores bias entirely (even nan), as BLAS does.
+    For integer tensors aten first converts alpha and beta to the integer type (0.6 becomes 0)."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        alpha, beta = int(alpha), int(beta)
     if alpha != 1:
         product = product * alpha
     if beta == 0:
@@ -60,13 +63,15 @@ def _scaled_sum(product, bias, beta, alpha):
 def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
     """In opmath, rounded once, as aten's kernel (which scales and adds before rounding)."""
     _no_bool_matmul(mat1)
-    return _scaled_sum(prims.mm(opmath(mat1), opmath(mat2)), opmath(bias), beta, alpha).to(mat1.dtype)
+    product = prims.mm(opmath(mat1), opmath(mat2))
+    return _scaled_sum(product, opmath(bias), beta, alpha, mat1.dtype).to(mat1.dtype)
 
 
 @register_decomposition(aten.baddbmm.default)
 def baddbmm(bias, batch1, batch2, *, beta=1, alpha=1):
     _no_bool_matmul(batch1)
-    return _scaled_sum(prims.bmm(opmath(batch1), opmath(batch2)), opmath(bias), beta, alpha).to(batch1.dtype)
+    product = prims.bmm(opmath(batch1), opmath(batch2))
+    return _scaled_sum(product, opmath(bias), beta, alpha, batch1.dtype).to(batch1.dtype)
 
 
 @register_decomposition(aten.convolution.default)
