@@ -2,7 +2,8 @@
 import pytest
 
 from tinydynamo.course.checking import (
-    Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, mutate, no_delegation, report,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, mutate, no_delegation,
+    report,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -80,3 +81,28 @@ def test_a_builtin_is_refused_under_any_name():
     with pytest.raises(ForbiddenCallError, match="stack_effect"), no_delegation(dis.stack_effect):
         _opcode.stack_effect(dis.opmap["POP_TOP"])
     assert dis.stack_effect(dis.opmap["POP_TOP"]) == -1
+
+
+def test_blocks_nest_and_the_code_comes_back():
+    code = grabbed_early.__code__
+    with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
+        with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
+            learner_answer(learner_answer.__code__)
+        assert grabbed_early.__code__ is not code, "the outer block still refuses it"
+    assert grabbed_early.__code__ is code
+
+
+def test_a_closure_is_refused_to_the_learner_and_served_to_the_reference():
+    def make_counter(start):
+        def count(step=1, *, twice=False):
+            return start + step * (2 if twice else 1)
+        return count
+
+    count = make_counter(10)
+    reference_caller = {}
+    exec(compile("def call(f, *a, **k):\n    return f(*a, **k)\n", f"{REFERENCE_DIR}/pipeline.py", "exec"),
+         reference_caller)
+    with pytest.raises(ForbiddenCallError), no_delegation(count):
+        assert reference_caller["call"](count, 2, twice=True) == 14
+        count()
+    assert count(3) == 13
