@@ -2,8 +2,8 @@
 import pytest
 
 from tinydynamo.course.checking import (
-    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, mutate, no_delegation,
-    report,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, hidden_table, mutate,
+    no_delegation, report,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -106,3 +106,12 @@ def test_a_closure_is_refused_to_the_learner_and_served_to_the_reference():
         assert reference_caller["call"](count, 2, twice=True) == 14
         count()
     assert count(3) == 13
+
+
+def test_a_hidden_table_refuses_its_entries_and_comes_back():
+    import operator
+
+    table, lookup = [operator.add, operator.sub], {"+": operator.add}
+    with pytest.raises(ForbiddenCallError, match=r"OPS\[1\]"), hidden_table(table, "OPS"), hidden_table(lookup, "BY"):
+        table[1](2, 1)
+    assert table == [operator.add, operator.sub] and lookup == {"+": operator.add}

@@ -40,6 +40,7 @@ Adding a mutant
    must score nothing at all (use it for "delegates to the reference").
 """
 import contextlib
+import copy
 import dataclasses
 import importlib.util
 import inspect
@@ -180,6 +181,36 @@ def no_delegation(*functions):
     refused = _calls_refused[refused_before:]
     if refused:
         raise ForbiddenCallError(_forbidden_message(refused[0]))
+
+
+class Refused:
+    """Stands in for an entry of a reference table while the learner is graded: calling it refuses."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        _refuse(self.name)
+
+    def __repr__(self):
+        return f"<{self.name}: the reference's, refused while you are graded>"
+
+
+@contextlib.contextmanager
+def hidden_table(table, name):
+    """Replace every entry of ``table`` (a list, or a dict's values) by a ``Refused`` for the block:
+    a reference table that is the answer (which function each opcode applies) the learner writes."""
+    saved = copy.copy(table)
+    keys = table.keys() if isinstance(table, dict) else range(len(table))
+    for key in list(keys):
+        table[key] = Refused(f"{name}[{key!r}]")
+    try:
+        yield
+    finally:
+        if isinstance(table, dict):
+            table.update(saved)
+        else:
+            table[:] = saved
 
 
 # --------------------------------------------------------------------------- complete feedback
