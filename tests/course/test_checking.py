@@ -1,4 +1,6 @@
 """The grading rules of tinydynamo.course.checking: no delegation, complete feedback, mutants."""
+import importlib
+
 import pytest
 
 from tinydynamo.course.checking import (
@@ -115,3 +117,9 @@ def test_a_hidden_table_refuses_its_entries_and_comes_back():
     with pytest.raises(ForbiddenCallError, match=r"OPS\[1\]"), hidden_table(table, "OPS"), hidden_table(lookup, "BY"):
         table[1](2, 1)
     assert table == [operator.add, operator.sub] and lookup == {"+": operator.add}
+
+
+@pytest.mark.parametrize("name", ["checking", "a01", "a02", "a03", "a04"])
+def test_course_modules_export_no_reference_answers(name):
+    module = importlib.import_module(f"tinydynamo.course.{name}")
+    assert not [attr for attr in vars(module) if attr.startswith("reference_")]

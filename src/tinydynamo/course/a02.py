@@ -162,15 +162,15 @@ def refusing_generators(convert):
 
 
 # The reference's answers to each part: unreachable from the learner's code while it is graded.
-SKIP_REFERENCES = (trace_rules.skip_reason, trace_rules.library_file, trace_rules.installed_package)
-LOOKUP_REFERENCES = (convert_frame.passing_entry,)
-MISS_REFERENCES = (ConvertFrame.__call__, ConvertFrame.give_up)
+_SKIP_REFERENCES = (trace_rules.skip_reason, trace_rules.library_file, trace_rules.installed_package)
+_LOOKUP_REFERENCES = (convert_frame.passing_entry,)
+_MISS_REFERENCES = (ConvertFrame.__call__, ConvertFrame.give_up)
 
 
 def references_of(skip_reason=None, lookup=None, on_cache_miss=None):
     """The reference functions that the given learner pieces replace."""
-    return ((SKIP_REFERENCES if skip_reason else ()) + (LOOKUP_REFERENCES if lookup else ())
-            + (MISS_REFERENCES if on_cache_miss else ()))
+    return ((_SKIP_REFERENCES if skip_reason else ()) + (_LOOKUP_REFERENCES if lookup else ())
+            + (_MISS_REFERENCES if on_cache_miss else ()))
 
 
 @contextlib.contextmanager
@@ -330,7 +330,7 @@ def check_skip_decisions(skip_reason, codes):
     for code in codes:
         expected = trace_rules.skip_reason(code)
         try:
-            with no_delegation(*SKIP_REFERENCES):
+            with no_delegation(*_SKIP_REFERENCES):
                 got = skip_reason(code)
         except Exception as e:  # noqa: BLE001 - reported per code object
             failures.append(f"skip_reason({describe(code)}) raised {type(e).__name__}{learner_location(e)}: {e}")
@@ -394,7 +394,7 @@ def run_lookup_example(lookup, example):
     for mine, name, verdict in example.entries:
         codes[name] = compile("pass", f"<code of entry {name}>", "exec")
         entries.append((me if mine else someone_else, RecordingGuard(name, verdict, log, entries), codes[name]))
-    with no_delegation(*LOOKUP_REFERENCES):
+    with no_delegation(*_LOOKUP_REFERENCES):
         found = lookup(entries, me, example.args)
     names = [name for name, code in codes.items() if code is found]
     if found is not None and not names:

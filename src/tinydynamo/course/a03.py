@@ -952,7 +952,7 @@ def return_a_nested_structure(x):
 _REFERENCE = {}  # case or model name -> the Run with the reference handlers, and eager's Run
 
 
-def reference_runs(name, call):
+def _reference_runs(name, call):
     """(eager run, reference run) for ``call(compiled_or_eager)``, computed once per name."""
     if name not in _REFERENCE:
         eager = call(lambda fn, args, kwargs: Run(fn(*args, **kwargs), (args, kwargs)))
@@ -971,7 +971,7 @@ def check_case(handlers, case):
         args, kwargs = case.make_inputs()
         return run(case.fn, args, kwargs)
 
-    eager, reference = reference_runs(case.name, call)
+    eager, reference = _reference_runs(case.name, call)
     try:
         with swapped_handlers(handlers):
             actual = call(run_compiled)
@@ -995,7 +995,7 @@ def check_model(handlers, name):
         result = run(model, inputs, {})
         return Run(result.result, dict(model.named_buffers()), result.graphs)
 
-    eager, reference = reference_runs(f"zoo model {name}", call)
+    eager, reference = _reference_runs(f"zoo model {name}", call)
     label = f"zoo model {name!r}"
     try:
         with swapped_handlers(handlers):
