@@ -57,7 +57,8 @@ def src_functions():
         if "course" not in path.relative_to(SOURCE).parts:
             text = path.read_text()
             lines = text.splitlines()
-            found += [(str(path.relative_to(ROOT)), fn.name, body_lines(lines, fn)) for fn in functions(ast.parse(text))]
+            where = str(path.relative_to(ROOT))
+            found += [(where, fn.name, body_lines(lines, fn)) for fn in functions(ast.parse(text))]
     return found
 
 
@@ -66,7 +67,8 @@ def references(notebook):
     names, found = answers(notebook), {}
     for source in solution_sources(notebook):
         for fn in functions(ast.parse(source)):
-            found.setdefault(fn.name, []).append((f"{notebook.parent.name}'s solution", body_lines(source.splitlines(), fn)))
+            origin = f"{notebook.parent.name}'s solution"
+            found.setdefault(fn.name, []).append((origin, body_lines(source.splitlines(), fn)))
     for path, name, lines in src_functions():
         if name in names:
             found[name].append((path, lines))

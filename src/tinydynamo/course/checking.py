@@ -52,13 +52,12 @@ import re
 import signal
 import sys
 import time
-import traceback
 import types
 from pathlib import Path
 
 import tinydynamo
 
-from .feedback import NOT_LEARNER_CODE
+from .feedback import NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
@@ -236,15 +235,6 @@ def describe_error(error):
     return f"{type(error).__name__}: {error}{learner_location(error)}"
 
 
-def learner_location(error):
-    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    source = f": {frames[-1].line.strip()}" if frames[-1].line else ""
-    return f" (in {frames[-1].name}, line {frames[-1].lineno}{source})"
-
-
 class Failures:
     """The failures of one test cell, gathered case by case; ``report()`` raises them all.
 
@@ -321,14 +311,15 @@ def solution_cells(assignment):
 
 
 def mutate(cells, mutant):
-    """The cells with the mutant's edit applied; StaleMutant unless ``old`` occurs exactly once."""
+    """(the cells with the mutant's edit applied, the index of the edited cell); StaleMutant unless
+    ``old`` occurs exactly once in the solution cells."""
     found = [i for i, cell in enumerate(cells) if cell.solution for _ in range(cell.source.count(mutant.old))]
     if len(found) != 1:
         raise StaleMutant(f"mutant {mutant.name!r}: its `old` text occurs {len(found)} times in the "
                           "solution cells, not once; update the catalogue")
-    cells = list(cells)
-    cells[found[0]] = dataclasses.replace(cells[found[0]], source=cells[found[0]].source.replace(mutant.old, mutant.new))
-    return cells, found[0]
+    cells, index = list(cells), found[0]
+    cells[index] = dataclasses.replace(cells[index], source=cells[index].source.replace(mutant.old, mutant.new))
+    return cells, index
 
 
 @contextlib.contextmanager
