@@ -12,6 +12,8 @@ MUTANTS = [
            "pushed by your LOAD_GLOBAL"),
     Mutant("LOAD_GLOBAL never pushes a NULL", "    if inst.arg & 1:\n        self.push(NullVariable())\n", "",
            "LOAD_GLOBAL"),
+    Mutant("LOAD_FAST copied from the book's LOAD_DEREF (chapter 3)", "    self.push(self.load_local(inst.argval))",
+           "    self.push(self.cell(inst.argval).get(self))", "your LOAD_FAST"),
     Mutant("STORE_FAST leaves the overwritten argument waiting",
            "    self.unread_args.pop(inst.argval, None)  # the argument is overwritten before it was read\n", "",
            "reassign_argument"),
