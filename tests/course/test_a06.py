@@ -183,10 +183,41 @@ def test_recomputing_a_random_op_is_caught():
 
 def test_may_recompute_policy():
     joint, _ = a06.joint_graph("gpt_block")
-    by_target = {
-        n.target: a06.may_recompute(n) for n in joint.graph.nodes if n.op == "call_function"
-    }
+    calls = [n for n in joint.graph.nodes if n.op == "call_function"]
+    by_target = {n.target: a06.may_recompute(n) for n in calls}
     assert by_target[aten.gelu.default] and by_target[aten.view.default]
-    assert by_target[operator.getitem] and by_target[aten.sum.dim_IntList]
+    assert by_target[operator.getitem]
     assert not by_target[aten.addmm.default] and not by_target[aten.bmm.default]
     assert not by_target[aten._softmax.default] and not by_target[aten.native_layer_norm.default]
+    # A sum is cheap, but one that reads over four times the bytes it returns is saved instead.
+    sums = [n for n in calls if n.target is aten.sum.dim_IntList]
+    assert {a06.may_recompute(n) for n in sums} == {False}
+    assert all(a06.nbytes(n) * 4 < sum(map(a06.nbytes, n.all_input_nodes)) for n in sums)
+
+
+def test_the_reference_partitioners_pass_the_hand_built_joint_graphs():
+    assert a06.check_default_on_joint_graphs(default_partition) == []
+    assert a06.check_min_cut_on_joint_graphs(min_cut_rematerialization_partition) == []
+
+
+def test_saving_a_constant_is_reported():
+    def saves_constants(joint_gm, num_fwd_outputs):
+        fw, bw = default_partition(joint_gm, num_fwd_outputs)
+        saved = set(a06.saved_names(fw, num_fwd_outputs))
+        saved = [n for n in joint_gm.graph.nodes if n.name in saved or n.op == "get_attr"]
+        return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)
+
+    assert a06.check_default_on_joint_graphs(saves_constants) == [
+        "constant: the default partition saves []; yours saves ['scale'] (missing [], extra ['scale'])"
+    ]
+
+
+def test_an_error_inside_networkx_is_reported_at_the_learners_line():
+    def no_sink(joint_gm, num_fwd_outputs):
+        flow = nx.DiGraph()
+        flow.add_edge("source", "a", capacity=1)
+        nx.minimum_cut(flow, "source", "sink")
+
+    [failure, *_] = a06.check_min_cut_on_joint_graphs(no_sink)
+    assert failure.startswith("constant: your partitioner raised NetworkXError (in no_sink, line ")
+    assert 'nx.minimum_cut(flow, "source", "sink")' in failure
