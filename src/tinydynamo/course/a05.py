@@ -35,24 +35,19 @@ from .. import config
 from ..dynamo import resume_execution
 from ..dynamo.bytecode import decode, is_jump
 from ..dynamo.resume_execution import create_resume, stack_names
+from ..testing.graph_breaks import (
+    and_of_tensors, cell_used_after_the_break, early_return, gradients_through_a_break,
+    helper_that_prints, in_place_then_print, item_in_a_while_loop, nested_grad_modes, print_first,
+    print_in_the_middle, print_inside_no_grad, returns_containers, three_prints, varargs_and_kwargs,
+)
 from .feedback import learner_location
 
 # ------------------------------------------------------------------ the corpus
+# The functions imported above are shared with tests/dynamo/graph_break_cases.py; these are a05's.
 
 
 def _randn(*shape, seed=0, requires_grad=False):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).requires_grad_(requires_grad)
-
-
-def print_in_the_middle(x):
-    y = x.sin() + 1
-    print("between the graphs")
-    return y * 2
-
-
-def print_first(x):
-    print("before anything")
-    return x.cos() - 1
 
 
 def item_in_the_middle(x):
@@ -91,21 +86,6 @@ def list_on_the_stack(x, y):
     return torch.cat([x, y * int(print("in the list") is None), x + y])
 
 
-def three_prints(x):
-    x = x + 1
-    print(1)
-    x = x * 2
-    print(2)
-    x = x - 3
-    print(3)
-    return x
-
-
-def helper_that_prints(t):
-    print("in the helper")
-    return t * 2
-
-
 def break_in_a_helper(x):
     y = x + 1
     z = helper_that_prints(y)
@@ -132,13 +112,6 @@ def print_in_a_loop(x):
     return x
 
 
-def in_place_then_print(x):
-    x.add_(1)
-    print("updated")
-    x.mul_(2)
-    return x
-
-
 class Box:
     def __init__(self):
         self.scale = 2.0
@@ -152,26 +125,6 @@ class Box:
 def writes_an_attribute(x, box):
     box.result = (x * box.scale).sum().item()  # .item() breaks the graph before the write
     return x + box.result
-
-
-def print_inside_no_grad(x):
-    y = x * 2
-    with torch.no_grad():
-        z = y * 3
-        print("no grad here")
-        w = z + 1
-    return y + w, w.requires_grad, torch.is_grad_enabled()
-
-
-def nested_grad_modes(x):
-    with torch.no_grad():
-        a = x * 2
-        with torch.enable_grad():
-            b = x * 3
-            print("grad again")
-            c = b + 1
-        d = a + c
-    return d, c.requires_grad, d.requires_grad
 
 
 def raise_inside_no_grad(x):
@@ -197,55 +150,6 @@ def make_closure():
 
 
 closure_that_prints = make_closure()
-
-
-def cell_used_after_the_break(x):
-    parts = [x * k for k in range(3)]
-    print("parts")
-    return parts[2] + x
-
-
-def varargs_and_kwargs(x, *rest, scale=2.0, **extra):
-    y = x * scale
-    print("rest", rest, sorted(extra))
-    return y + sum(rest) + extra.get("shift", 0)
-
-
-def early_return(x):
-    y = x.abs()
-    if y.max() > 1:
-        return y / y.max()
-    return y
-
-
-def and_of_tensors(x, y):
-    if (x.sum() > 0) and (y.sum() > 0):
-        return x + y
-    return x - y
-
-
-def item_in_a_while_loop(x):
-    steps = 0
-    while x.abs().max().item() > 0.5:
-        x = x / 2
-        steps += 1
-    return x, steps
-
-
-def returns_containers(x):
-    out = {"a": x + 1}
-    alias = out
-    alias["b"] = x * 2
-    print("containers")
-    return out, [out["a"], alias["b"]], alias is out
-
-
-def gradients_through_a_break(x):
-    y = (x * 3).sin()
-    print("middle")
-    loss = (y * x).sum()
-    loss.backward()
-    return loss.detach(), x.grad.clone()
 
 
 class PrintingNet(nn.Module):
