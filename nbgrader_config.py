@@ -1,6 +1,10 @@
 """nbgrader configuration: solutions/ is the instructor's source, assignments/ the release."""
+import pathlib
+
+import nbgrader
 from nbgrader.converters.autograde import Autograde
 
+import tinydynamo.course
 from tinydynamo.course.execute import ContainedExecute
 
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
@@ -24,3 +28,12 @@ c.Autograde.autograde_preprocessors = [
 
 # Release notebooks keep no outputs, so regenerating them is byte-identical.
 c.ClearOutput.enabled = True
+
+# The feedback page wraps long lines instead of hiding them behind a scroll bar: failure messages
+# name every failing case in full (tinydynamo.course.checking.report).
+c.HTMLExporter.template_name = "feedback_wrapped"
+c.HTMLExporter.template_file = "wrapped.html.j2"
+c.HTMLExporter.extra_template_basedirs = [
+    str(pathlib.Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+    str(pathlib.Path(tinydynamo.course.__file__).parent / "templates"),
+]

@@ -98,17 +98,13 @@ def _explain(error):
     return f"{error['ename']}: {error['evalue']}"
 
 
-def _clip(line, width=240):
-    return line if len(line) <= width else line[: width - 3] + "..."
-
-
 def format_table(scores):
     width = max([len(s.test) for s in scores] + [4])
     lines = [f"{'test':<{width}}  score", f"{'-' * width}  -----"]
     for s in scores:
         lines.append(f"{s.test:<{width}}  {s.score:g}/{s.max_score:g}")
         if s.message:
-            lines.extend("    " + _clip(line) for line in s.message.splitlines()[:12])
+            lines.extend("    " + line for line in s.message.splitlines())
     total, best = sum(s.score for s in scores), sum(s.max_score for s in scores)
     lines.append(f"{'TOTAL':<{width}}  {total:g}/{best:g}")
     return "\n".join(lines)

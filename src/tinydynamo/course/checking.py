@@ -1,0 +1,362 @@
+"""Checking a learner's work: the three rules every assignment's tests follow, in one place.
+
+Every assignment (``course/aNN.py`` and the test cells of ``solutions/aNN_*``) uses this module,
+and ``tests/course/test_mutants.py`` uses it to check the tests themselves.
+
+**No delegation.** ``with no_delegation(fn, ...):`` makes reference functions unreachable from the
+learner's code while it is graded. A call into one of them from the learner's code raises
+``ForbiddenCallError``, which names the function and says that the learner must write it. Calls are
+recognised by code object (a profile hook), so a function the learner imported before grading
+(``from tinydynamo.aot import default_partition``) is caught too, and so are builtins
+(``dis.stack_effect``). The reference's own pipeline
+still calls it freely: the innermost caller that is either tinydynamo or the learner decides
+(torch, installed packages and the standard library in between are looked through). A learner
+who catches the error gains nothing: the block raises again when it ends.
+
+**Complete feedback.** A test cell evaluates every case and then fails once, listing every failure
+in full: ``report(check_a(...), check_b(...))`` for checkers that return lists of failures, and
+``Failures`` (``with failures.case("name"): ...``) for cases written as plain asserts. Nothing is
+truncated; nbgrader's feedback page wraps long lines (``templates/feedback_wrapped``).
+
+**Mutation check.** The hidden tests must catch plausible mistakes, so each assignment keeps a
+catalogue of mistakes, ``tests/course/mutants/aNN.py``: each ``Mutant`` is a small textual edit of
+a solution cell. ``check_mutant`` applies it to the solution notebook, runs the notebook's code
+cells in-process in a fresh namespace (the cells nbgrader runs, hidden tests included) and proves
+that the grade drops and that a failing test's message names the case. ``python -m
+tinydynamo.course.checking tests/course/mutants/a01.py`` checks one catalogue; ``make test``
+checks them all (``tests/course/test_mutants.py``).
+
+Adding a mutant
+---------------
+1. Make the mistake by hand in ``solutions/<assignment>/*.ipynb`` and run ``make grade``, or the
+   command above with the new entry, to see which test catches it and what it says.
+2. Add ``Mutant(name, old, new, names)`` to the catalogue: ``old`` is text that occurs exactly
+   once in the notebook's solution cells (an edit of a solution that no longer contains it fails
+   loudly as a stale catalogue), ``new`` replaces it, and ``names`` is a substring that the
+   failure message must contain: the case that exposes the mistake (a function, a model, an
+   opcode), not just "failed".
+3. If no test loses points, the hidden tests have a hole: add the case that exposes the mistake
+   to the assignment's checkers, not an exception to the catalogue. ``zero=`` lists tests that
+   must score nothing at all (use it for "delegates to the reference").
+"""
+import contextlib
+import dataclasses
+import importlib.util
+import inspect
+import io
+import json
+import linecache
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import tinydynamo
+
+from .feedback import NOT_LEARNER_CODE
+
+REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
+SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
+
+
+# --------------------------------------------------------------------------- no delegation
+
+class ForbiddenCallError(RuntimeError):
+    """The learner's code called a function that it is meant to replace."""
+
+
+_forbidden = {}  # id(code object or builtin) -> (the object, "module.qualname") while grading
+_calls_refused = []  # names, in order, of every refused call
+
+
+def _forbidden_message(name):
+    return (f"your code called {name}, the reference's own answer: it is unreachable while your "
+            "code is graded. Write it yourself.")
+
+
+def _is_learners(frame):
+    """Whether the innermost frame from ``frame`` outwards that is tinydynamo or the learner's
+    code is the learner's (torch, installed packages and the standard library are looked through)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(REFERENCE_DIR):
+            return False
+        if not filename.startswith(NOT_LEARNER_CODE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _refuse_forbidden_calls(frame, event, arg):
+    """The profile hook: refuse a call of a forbidden function made by the learner's code.
+
+    For a Python function ``frame`` is the callee's ("call"); for a builtin it is the caller's and
+    ``arg`` the builtin ("c_call").
+    """
+    if event == "call" and id(frame.f_code) in _forbidden and _is_learners(frame.f_back):
+        name = _forbidden[id(frame.f_code)][1]
+    elif event == "c_call" and id(arg) in _forbidden and _is_learners(frame):
+        name = _forbidden[id(arg)][1]
+    else:
+        return
+    _calls_refused.append(name)
+    raise ForbiddenCallError(_forbidden_message(name))  # CPython also uninstalls the hook
+
+
+def _key_and_name(fn):
+    """What the profile hook sees of ``fn`` (its code object, or the builtin itself), and its name."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    name = f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
+    return getattr(fn, "__code__", fn), name
+
+
+@contextlib.contextmanager
+def no_delegation(*functions):
+    """Refuse every call that the learner's code makes to ``functions`` during the block.
+
+    ``functions`` are Python functions or methods (recognised by their code object) or builtins. A
+    refused call raises ForbiddenCallError where it is made; if the learner's code swallows it, the
+    block raises it again when it ends. Blocks nest. Another profiler (a debugger, coverage) is
+    paused for the duration.
+    """
+    added = {}
+    for fn in functions:
+        key, name = _key_and_name(fn)
+        if id(key) not in _forbidden:
+            added[id(key)] = (key, name)
+    _forbidden.update(added)
+    refused_before, previous = len(_calls_refused), sys.getprofile()
+    sys.setprofile(_refuse_forbidden_calls)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+        for key in added:
+            del _forbidden[key]
+    refused = _calls_refused[refused_before:]
+    if refused:
+        raise ForbiddenCallError(_forbidden_message(refused[0]))
+
+
+# --------------------------------------------------------------------------- complete feedback
+
+def _bullet(failure):
+    first, _, rest = str(failure).partition("\n")
+    return f"- {first}" + "".join(f"\n  {line}" for line in rest.splitlines())
+
+
+def report(*failure_lists):
+    """Raise one AssertionError listing, in full, every failure of every list; return if none.
+
+    Pass every checker's result at once, ``report(check_a(...), check_b(...))``, so that all of
+    them run before the cell fails.
+    """
+    failures = [failure for failures in failure_lists for failure in failures]
+    if failures:
+        raise AssertionError(f"{len(failures)} case(s) failed:\n" + "\n".join(map(_bullet, failures)))
+
+
+def describe_error(error):
+    """``Type: message (in fn, line n: source)``: an exception, placed in the learner's code."""
+    return f"{type(error).__name__}: {error}{learner_location(error)}"
+
+
+def learner_location(error):
+    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(NOT_LEARNER_CODE)]
+    if not frames:
+        return ""
+    source = f": {frames[-1].line.strip()}" if frames[-1].line else ""
+    return f" (in {frames[-1].name}, line {frames[-1].lineno}{source})"
+
+
+class Failures:
+    """The failures of one test cell, gathered case by case; ``report()`` raises them all.
+
+    ``with failures.case("mlp"):`` records an exception raised in the block (an assert, an error of
+    the learner's code) as a failure of that case, and goes on with the next one.
+    """
+
+    def __init__(self):
+        self.failures = []
+
+    @contextlib.contextmanager
+    def case(self, name):
+        try:
+            yield
+        except AssertionError as error:
+            self.failures.append(f"{name}: {error}")
+        except Exception as error:  # noqa: BLE001 - any learner error is reported, not raised
+            self.failures.append(f"{name}: {describe_error(error)}")
+
+    def extend(self, failures):
+        self.failures.extend(failures)
+
+    def report(self):
+        report(self.failures)
+
+
+# --------------------------------------------------------------------------- mutation check
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    """A plausible mistake: ``old`` (once in the solution cells) replaced by ``new``."""
+
+    name: str  # the mistake, in a few words
+    old: str
+    new: str
+    names: str  # a substring of the failure message: the case that exposes the mistake
+    zero: tuple = ()  # grade_ids that must score nothing (e.g. every test of a delegated function)
+
+
+class StaleMutant(Exception):
+    """The catalogue no longer matches the solution notebook."""
+
+
+class CellTimeout(Exception):
+    """A cell ran past its time limit."""
+
+
+@dataclasses.dataclass
+class Cell:
+    source: str
+    grade_id: str = ""
+    points: float = 0  # > 0 for a graded test cell
+    solution: bool = False
+
+
+@dataclasses.dataclass
+class TestResult:
+    grade_id: str
+    points: float
+    score: float
+    message: str  # "" when it passed
+
+
+def solution_cells(assignment):
+    """The code cells of the assignment's solution notebook, in order."""
+    (notebook,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+    cells = []
+    for cell in json.loads(notebook.read_text())["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code":
+            points = meta.get("points", 0) if meta.get("grade") else 0
+            cells.append(Cell("".join(cell["source"]), meta.get("grade_id", ""), points, bool(meta.get("solution"))))
+    return cells
+
+
+def mutate(cells, mutant):
+    """The cells with the mutant's edit applied; StaleMutant unless ``old`` occurs exactly once."""
+    found = [i for i, cell in enumerate(cells) if cell.solution for _ in range(cell.source.count(mutant.old))]
+    if len(found) != 1:
+        raise StaleMutant(f"mutant {mutant.name!r}: its `old` text occurs {len(found)} times in the "
+                          "solution cells, not once; update the catalogue")
+    cells = list(cells)
+    cells[found[0]] = dataclasses.replace(cells[found[0]], source=cells[found[0]].source.replace(mutant.old, mutant.new))
+    return cells, found[0]
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    def interrupt(signum, frame):
+        raise CellTimeout(f"the cell ran past its time limit of {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_cell(cell, index, namespace, timeout):
+    """Run one cell as nbgrader would; returns the error text, "" if it raised nothing."""
+    filename = f"<cell {index}: {cell.grade_id or 'code'}>"
+    linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
+    try:
+        with _time_limit(timeout), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(cell.source, filename, "exec"), namespace)
+    except Exception as error:  # noqa: BLE001 - the notebook's errors are what we grade
+        return f"{type(error).__name__}: {error}"
+    return ""
+
+
+def grade_cells(cells, until=lambda result: False, timeout=120):
+    """Run the cells in a fresh namespace; the result of each graded test cell, in order.
+
+    Stops after the first graded result for which ``until(result)`` is true.
+    """
+    namespace, results = {"__name__": "__main__"}, []
+    for index, cell in enumerate(cells):
+        message = _run_cell(cell, index, namespace, timeout)
+        if cell.points:
+            results.append(TestResult(cell.grade_id, cell.points, 0 if message else cell.points, message))
+            if until(results[-1]):
+                break
+    return results
+
+
+def _caught(mutant, results):
+    """Some test lost points with a message naming the case, and every ``zero`` test scored 0."""
+    zeroed = {r.grade_id for r in results if r.score == 0}
+    named = any(r.score < r.points and mutant.names in r.message for r in results)
+    return named and zeroed.issuperset(mutant.zero)
+
+
+def check_mutant(assignment, mutant, cells=None):
+    """(results of the tests run, why the tests miss the mutant or None when they catch it).
+
+    Grading stops as soon as the mutant is proven caught, so later tests are not run.
+    """
+    mutated, _ = mutate(cells or solution_cells(assignment), mutant)
+    results = []
+    grade_cells(mutated, until=lambda result: results.append(result) or _caught(mutant, results))
+    if _caught(mutant, results):
+        return results, None
+    lost = [f"  {r.grade_id}: {r.score:g}/{r.points:g} {r.message}" for r in results if r.score < r.points]
+    why = [f"{test} does not score 0" for test in mutant.zero if not any(
+        r.grade_id == test and r.score == 0 for r in results)]
+    if not lost:
+        why.append("no test loses points")
+    elif not any(mutant.names in line for line in lost):
+        why.append(f"no failure message contains {mutant.names!r}")
+    return results, f"not caught: {'; '.join(why)}\n" + "\n".join(lost)
+
+
+def check_catalogue(path):
+    """Check every mutant of a catalogue file; prints one line per mutant, returns the misses."""
+    assignment, mutants = load_catalogue(path)
+    cells, missed = solution_cells(assignment), []
+    for mutant in mutants:
+        tinydynamo.reset()
+        started = time.perf_counter()
+        results, problem = check_mutant(assignment, mutant, cells)
+        lost = sum(r.points - r.score for r in results)
+        print(f"{assignment} {'MISSED' if problem else 'caught'} (-{lost:g} points, "
+              f"{time.perf_counter() - started:.1f} s) {mutant.name}", flush=True)
+        if problem:
+            print(problem, flush=True)
+            missed.append(mutant.name)
+    return missed
+
+
+def load_catalogue(path):
+    """(assignment, [Mutant]) from a catalogue file that defines ASSIGNMENT and MUTANTS."""
+    spec = importlib.util.spec_from_file_location(f"mutants_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ASSIGNMENT, module.MUTANTS
+
+
+def main(paths):
+    missed = [name for path in paths for name in check_catalogue(path)]
+    print(f"{len(missed)} mutant(s) not caught" + "".join(f"\n  {name}" for name in missed))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""The grading rules of tinydynamo.course.checking: no delegation, complete feedback, mutants."""
+import pytest
+
+from tinydynamo.course.checking import (
+    Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, mutate, no_delegation, report,
+)
+from tinydynamo.dynamo.bytecode import decode as grabbed_early
+
+
+def learner_answer(code):
+    return grabbed_early(code)  # delegates through a name imported before grading
+
+
+def test_a_delegating_learner_is_refused_even_through_a_name_imported_early():
+    with pytest.raises(ForbiddenCallError, match="bytecode.decode.*Write it yourself"):
+        with no_delegation(grabbed_early):
+            learner_answer(learner_answer.__code__)
+    assert learner_answer(learner_answer.__code__), "outside the block the reference runs again"
+
+
+def test_a_swallowed_refusal_is_raised_again_when_the_block_ends():
+    def sneaky(code):
+        try:
+            return grabbed_early(code)
+        except ForbiddenCallError:
+            return grabbed_early(code)  # the hook is gone now, but the block remembers
+
+    with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
+        sneaky(sneaky.__code__)
+
+
+def test_the_reference_pipeline_still_calls_the_function():
+    import tinydynamo
+
+    def f(x):
+        return x + 1
+
+    with no_delegation(grabbed_early):
+        tinydynamo.reset()
+        assert tinydynamo.compile(f, backend="eager")(1.0) == 2.0
+
+
+def test_report_lists_every_failure_in_full():
+    long = "x" * 500
+    with pytest.raises(AssertionError) as info:
+        report([f"case {i}: {long}" for i in range(20)], ["other: two\nlines"])
+    message = str(info.value)
+    assert message.startswith("21 case(s) failed")
+    assert all(f"case {i}: {long}" in message for i in range(20)) and "..." not in message
+    assert "- other: two\n  lines" in message
+    report([], [])
+
+
+def test_failures_go_on_after_a_failing_case():
+    failures = Failures()
+    for name in ("a", "b", "c"):
+        with failures.case(name):
+            assert name == "b", f"{name} is not b"
+    with failures.case("d"):
+        {}["missing"]
+    with pytest.raises(AssertionError, match=r"(?s)3 case.*a: a is not b.*c: c is not b.*d: KeyError"):
+        failures.report()
+
+
+def test_a_mutant_must_match_exactly_once():
+    cells = [Cell("x = 1\ny = 1\n", solution=True), Cell("assert x == 1, 'case x'", "t", points=2)]
+    with pytest.raises(StaleMutant):
+        mutate(cells, Mutant("twice", "= 1", "= 2", "case x"))
+    with pytest.raises(StaleMutant):
+        mutate(cells, Mutant("test cells are not mutated", "== 1", "== 2", "case x"))
+    mutated, _ = mutate(cells, Mutant("wrong x", "x = 1", "x = 2", "case x"))
+    [result] = grade_cells(mutated)
+    assert (result.score, result.points) == (0, 2) and "case x" in result.message
+
+
+def test_a_builtin_is_refused_under_any_name():
+    import _opcode
+    import dis
+
+    with pytest.raises(ForbiddenCallError, match="stack_effect"), no_delegation(dis.stack_effect):
+        _opcode.stack_effect(dis.opmap["POP_TOP"])
+    assert dis.stack_effect(dis.opmap["POP_TOP"]) == -1
