@@ -1,4 +1,4 @@
-"""Assignment a06's checkers: the reference partitioners pass, each kind of broken one is caught.
+"""Assignment a06's checkers: the solution's partitioners pass, each kind of broken one is caught.
 
 A broken partitioner must lose its points with a message that names the model and what went
 wrong (the parameter whose gradient differs, the op recomputed, the bytes saved), and a
@@ -11,14 +11,20 @@ import networkx as nx
 import pytest
 import torch
 
-from tinydynamo.aot import default_partition, min_cut_rematerialization_partition, saved_bytes
+import tinydynamo.aot
+from course_solutions import solution_functions
+from tinydynamo.aot import saved_bytes
 from tinydynamo.course import a06
 from tinydynamo.testing.models import ZOO
+
+SOLUTION = solution_functions("a06_partitioners")
+default_partition = SOLUTION["default_partition"]
+min_cut_rematerialization_partition = SOLUTION["min_cut_rematerialization_partition"]
 
 aten = torch.ops.aten
 
 
-def test_reference_partitioners_pass_every_check():
+def test_the_solution_passes_every_check():
     assert a06.check_default_partition(default_partition, list(ZOO)) == []
     assert a06.check_min_cut_partition(min_cut_rematerialization_partition, list(ZOO)) == []
     assert a06.check_random_ops(min_cut_rematerialization_partition) == []
@@ -195,7 +201,7 @@ def test_may_recompute_policy():
     assert all(a06.nbytes(n) * 4 < sum(map(a06.nbytes, n.all_input_nodes)) for n in sums)
 
 
-def test_the_reference_partitioners_pass_the_hand_built_joint_graphs():
+def test_the_solution_passes_the_hand_built_joint_graphs():
     assert a06.check_default_on_joint_graphs(default_partition) == []
     assert a06.check_min_cut_on_joint_graphs(min_cut_rematerialization_partition) == []
 
@@ -221,3 +227,18 @@ def test_an_error_inside_networkx_is_reported_at_the_learners_line():
     [failure, *_] = a06.check_min_cut_on_joint_graphs(no_sink)
     assert failure.startswith("constant: your partitioner raised NetworkXError (in no_sink, line ")
     assert 'nx.minimum_cut(flow, "source", "sink")' in failure
+
+
+def test_the_reference_partitioners_are_refused():
+    [failure] = a06.check_default_partition(tinydynamo.aot.default_partition, ["mlp"])
+    assert failure == ("mlp: default_partition is tinydynamo's own partitioner, not yours: "
+                       "write it yourself")
+
+
+def test_a_partitioner_that_delegates_is_refused():
+    def delegates(joint_gm, num_fwd_outputs):
+        return tinydynamo.aot.min_cut_rematerialization_partition(joint_gm, num_fwd_outputs)
+
+    [failure] = a06.check_min_cut_partition(delegates, ["mlp"])
+    assert failure.startswith("mlp: your partitioner raised ForbiddenCallError (in delegates, line ")
+    assert "min_cut_rematerialization_partition, the reference's own answer" in failure

@@ -14,10 +14,13 @@ tensor, a matmul and an input that only the backward uses.
 The helpers a learner uses (``is_primal``, ``nbytes``, ``may_recompute``, ``split_joint_graph``,
 ...) are the reference partitioners' own, imported from ``tinydynamo.aot.partitioners``.
 
-Each checker returns a list of human-readable failures; ``report`` turns them into one
+While a learner's partitioner runs, tinydynamo's own partitioners are out of reach
+(``checking.no_delegation``), and a checker handed one of them refuses it. Each checker returns
+a list of human-readable failures; ``report`` (``checking.report``) turns them into one
 AssertionError for a notebook test.
 """
 import copy
+import inspect
 import math
 
 import torch
@@ -30,10 +33,15 @@ from ..aot.partitioners import (  # noqa: F401 (helpers for learners)
 )
 from ..testing.joint_graphs import JOINT_GRAPHS
 from ..testing.models import ZOO, make
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location as _learner_location
 
 # How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
 MIN_CUT_MARGIN = 1.10
+
+# The learner writes these: while the learner's partitioner runs, they are out of reach.
+REFERENCE_PARTITIONERS = (partitioners.default_partition,
+                          partitioners.min_cut_rematerialization_partition, partitioners._flow_graph)
 
 
 # ------------------------------------------------------------------ the graphs' layout
@@ -123,7 +131,8 @@ class PartitionRecorder:
         self.joint = copy.deepcopy(joint_gm)  # untouched, whatever the learner does to theirs
         self.num_fwd_outputs = num_fwd_outputs
         try:
-            self.result = self.partition_fn(joint_gm, num_fwd_outputs)
+            with no_delegation(*REFERENCE_PARTITIONERS):
+                self.result = self.partition_fn(joint_gm, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - reported by the checker, with the model's name
             self.error = e
             raise
@@ -135,13 +144,13 @@ class PartitionRecorder:
     def describe_failure(self, error):
         """Why compiling or training failed, as the learner should hear it."""
         if self.error is not None:
-            message = _first_lines(self.error) or "(no message)"
+            message = _indented(self.error) or "(no message)"
             return [f"{self.name}: your partitioner raised {type(self.error).__name__}"
                     f"{_learner_location(self.error)}: {message}"]
         if self.problems:
             return self.problems
         return [f"{self.name}: training through aot_autograd with your partition failed: "
-                f"{type(error).__name__}: {_first_lines(error)}"]
+                f"{type(error).__name__}: {_indented(error)}"]
 
 
 def _backend(recorder):
@@ -161,8 +170,9 @@ def joint_graph(name):
     return recorder.joint, recorder.num_fwd_outputs
 
 
-def _first_lines(text, n=4):
-    return "\n    ".join(str(text).strip().splitlines()[:n])
+def _indented(text):
+    """Every line of ``text``, the later ones indented under a failure's first line."""
+    return "\n    ".join(str(text).strip().splitlines())
 
 
 def _compare(name, what, actual, expected, failures):
@@ -172,7 +182,7 @@ def _compare(name, what, actual, expected, failures):
     try:
         torch.testing.assert_close(actual, expected)
     except AssertionError as e:
-        failures.append(f"{name}: {what} differs from eager:\n    {_first_lines(e)}")
+        failures.append(f"{name}: {what} differs from eager:\n    {_indented(e)}")
 
 
 def _train(model, inputs, loss_fn, steps, seed):
@@ -327,6 +337,9 @@ def run_joint_graph(partition_fn, name):
 
 # ------------------------------------------------------------------ the checkers
 def _check(run, partition_fn, names, graph_checks):
+    if inspect.unwrap(partition_fn) in REFERENCE_PARTITIONERS:
+        return [f"{name}: {partition_fn.__qualname__} is tinydynamo's own partitioner, not yours: "
+                "write it yourself" for name in names]
     failures = []
     for name in names:
         recorder, run_failures = run(partition_fn, name)
@@ -388,11 +401,3 @@ def check_random_ops(partition_fn):
     """A model with dropout trains as in eager, and its backward draws no random numbers."""
     return _check(_models(build=build_dropout_branch), partition_fn, ["dropout_branch"],
                   [random_op_problems])
-
-
-def report(failures, limit=5):
-    """Raise an AssertionError that shows the first few failures, for notebook tests."""
-    if failures:
-        shown = "\n".join(failures[:limit])
-        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
-        raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
