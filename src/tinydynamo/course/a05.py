@@ -17,11 +17,14 @@ checkers
   it printed, the inputs afterwards, and the grad mode it leaves.
 
 Each checker returns a list of human-readable failures naming the function; an exception raised
-by the learner's code is reported with its line, never raised. ``report`` turns the list into one
-AssertionError for a notebook test.
+by the learner's code is reported with its line, never raised. While the learner's functions run,
+the reference's ``create_resume`` and ``resume_prologue`` are out of reach
+(``checking.no_delegation``), and a checker handed one of them refuses it. ``report``
+(``checking.report``) turns the lists into one AssertionError for a notebook test.
 """
 import contextlib
 import dataclasses
+import inspect
 import io
 import types
 
@@ -34,12 +37,13 @@ import tinydynamo
 from .. import config
 from ..dynamo import resume_execution
 from ..dynamo.bytecode import decode, is_jump
-from ..dynamo.resume_execution import create_resume, stack_names
+from ..dynamo.resume_execution import create_resume, resume_prologue, stack_names
 from ..testing.graph_breaks import (
     and_of_tensors, cell_used_after_the_break, early_return, gradients_through_a_break,
     helper_that_prints, in_place_then_print, item_in_a_while_loop, nested_grad_modes, print_first,
     print_in_the_middle, print_inside_no_grad, returns_containers, three_prints, varargs_and_kwargs,
 )
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location
 
 # ------------------------------------------------------------------ the corpus
@@ -139,12 +143,12 @@ def raise_value_error(n):
 
 
 def make_closure():
-    offset = torch.arange(5.0)
+    offset, scale = torch.arange(5.0), 0.5
 
-    def closure_that_prints(x):
+    def closure_that_prints(x):  # two free variables: offset and scale
         y = x + offset
         print("closure")
-        return y * offset
+        return y * offset * scale
 
     return closure_that_prints
 
@@ -259,16 +263,30 @@ class ResumeRecorder:
         request = Request(code, target, stack_size, nulls, argnames)
         self.requests.append(request)
         try:
-            resume = self.create_resume(code, target, stack_size, nulls, argnames)
+            with no_delegation(*REFERENCE):
+                resume = self.create_resume(code, target, stack_size, nulls, argnames)
         except Exception as e:  # noqa: BLE001 -- reported by the checker, with the function's name
             self.failure = (f"your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    while building {request.describe()}")
+                            f"{indented(e)}\n    while building {request.describe()}")
             raise LearnerError(self.failure) from e
         problems = resume_problems(resume, request)
         if problems:
             self.failure = "\n    ".join([f"for {request.describe()}:"] + problems)
             raise LearnerError(self.failure)
         return resume
+
+
+# The learner writes these: while the learner's code runs, they are out of reach (the recorder
+# too, which stands in for tinydynamo's create_resume while the learner's is swapped in).
+REFERENCE = (create_resume, resume_prologue, ResumeRecorder.__call__)
+
+
+def refused(fn, names, what):
+    """A failure per name if ``fn`` is the reference's own function rather than the learner's."""
+    if inspect.unwrap(fn) not in REFERENCE:
+        return []
+    return [f"{name}: {fn.__qualname__} is tinydynamo's own {what}, not yours: write it yourself"
+            for name in names]
 
 
 @contextlib.contextmanager
@@ -461,7 +479,7 @@ def run_case(create_resume, name, calls=2):
             except LearnerError:
                 return [f"{name}: {recorder.failure}"]
             except Exception as e:  # noqa: BLE001 -- a broken resume function is reported
-                return [f"{name}: the compiled function raised {type(e).__name__}: {first_lines(e)}"
+                return [f"{name}: the compiled function raised {type(e).__name__}: {indented(e)}"
                         f" (call {call + 1}; resume functions built: {len(recorder.requests)})"]
             failures = differences(name, actual, expected)
             if failures:
@@ -478,15 +496,18 @@ def run_case(create_resume, name, calls=2):
 
 def check_prologues(resume_prologue, names):
     """The learner's prologue for every resume function that the functions ``names`` need."""
-    failures = []
+    failures = refused(resume_prologue, names, "resume_prologue")
+    if failures:
+        return failures
     for name, request in requests_of(names):
         instructions = decode(request.code)
         try:
-            prologue = list(resume_prologue(request.code, instructions[request.target], request.stack_size,
-                                            request.nulls))
+            with no_delegation(*REFERENCE):
+                prologue = list(resume_prologue(request.code, instructions[request.target],
+                                                request.stack_size, request.nulls))
         except Exception as e:  # noqa: BLE001
             failures.append(f"{name}: your resume_prologue raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    for {request.describe()}")
+                            f"{indented(e)}\n    for {request.describe()}")
             continue
         problems = prologue_problems(prologue, instructions[request.target], request)
         failures += [f"{name}, {request.describe()}: {problem}" for problem in problems]
@@ -495,14 +516,17 @@ def check_prologues(resume_prologue, names):
 
 def check_resume_codes(create_resume, names):
     """The learner's code object for every resume function that the functions ``names`` need."""
-    failures = []
+    failures = refused(create_resume, names, "create_resume")
+    if failures:
+        return failures
     for name, request in requests_of(names):
         try:
-            resume = create_resume(request.code, request.target, request.stack_size, request.nulls,
-                                   request.argnames)
+            with no_delegation(*REFERENCE):
+                resume = create_resume(request.code, request.target, request.stack_size,
+                                       request.nulls, request.argnames)
         except Exception as e:  # noqa: BLE001
             failures.append(f"{name}: your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    for {request.describe()}")
+                            f"{indented(e)}\n    for {request.describe()}")
             continue
         failures += [f"{name}, {request.describe()}: {problem}" for problem in resume_problems(resume, request)]
     return failures
@@ -510,7 +534,9 @@ def check_resume_codes(create_resume, names):
 
 def check_functions(create_resume, names):
     """The functions ``names``, compiled with the learner's resume functions, behave as in eager."""
-    failures = []
+    failures = refused(create_resume, names, "create_resume")
+    if failures:
+        return failures
     for name in names:
         failures += run_case(create_resume, name)
     return failures
@@ -519,13 +545,6 @@ def check_functions(create_resume, names):
 # ------------------------------------------------------------------ reporting
 
 
-def first_lines(text, n=4):
-    return "\n    ".join(str(text).strip().splitlines()[:n]) or "(no message)"
-
-
-def report(failures, limit=5):
-    """Raise an AssertionError that shows the first few failures, for notebook tests."""
-    if failures:
-        shown = "\n".join(failures[:limit])
-        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
-        raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
+def indented(text):
+    """Every line of ``text``, the later ones indented under a failure's first line."""
+    return "\n    ".join(str(text).strip().splitlines()) or "(no message)"
