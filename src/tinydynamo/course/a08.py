@@ -28,6 +28,7 @@ import collections
 import contextlib
 import copy
 import dataclasses
+import inspect
 import math
 import os
 import random
@@ -44,7 +45,9 @@ from .. import config
 from ..backends import lookup_backend
 from ..inductor import codecache
 from ..inductor.codegen import cpp
-from .a07 import as_graph_module, build_model, compare, error_text, report  # noqa: F401 (report: for notebooks)
+from .a07 import as_graph_module, build_model, compare, error_text
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .execute import running_case
 from .feedback import learner_location
 
 # The pointwise ops whose C++ the learner writes; every other op keeps the reference's.
@@ -81,10 +84,26 @@ def _replaced(owner, name, value):
         setattr(owner, name, original)
 
 
+def _reference_pieces():
+    """The reference's own versions of every piece the learner writes."""
+    ops = [cpp.CppOverrides.__dict__[name].__func__ for name in LEARNER_OPS]
+    return (*ops, cpp.CppKernel._loop, cpp.CppKernel._pointwise_body, cpp.reduction_init,
+            cpp.CppKernel._reduction_body)
+
+
+REFERENCE_PIECES = _reference_pieces()
+
+
 def _counted(swap, label, fn):
+    """The learner's piece, counting its calls; the reference's pieces are out of its reach."""
+    if fn in REFERENCE_PIECES or inspect.unwrap(fn) in REFERENCE_PIECES:
+        raise ForbiddenCallError(f"your {label} is the reference's own {fn.__qualname__}: "
+                                 "write it yourself")
+
     def piece(*args, **kwargs):
         swap.calls[label] += 1
-        return fn(*args, **kwargs)
+        with no_delegation(*REFERENCE_PIECES, piece):  # piece: what the reference's names now hold
+            return fn(*args, **kwargs)
 
     return piece
 
@@ -277,6 +296,10 @@ def _ops_cases():
              inputs_of(((4, 6), i64), ((4, 6), i64))),
         Case("integer ops i32[4, 6]: min(a, b) - (a < b)", lambda a, b: torch.minimum(a, b) - (a < b).int(),
              inputs_of(((4, 6), i32), ((4, 6), i32))),
+        Case("int64 values beyond 32 bits i64[3, 5]: max, min and trunc division of a * 3e9",
+             lambda a, b: (torch.maximum(a * 3_000_000_000, b), torch.minimum(a * -3_000_000_000, b),
+                           torch.div(a * 3_000_000_000, b, rounding_mode="trunc")),
+             inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
         Case("integer division i64[3, 5]: trunc and floor",
              lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
@@ -290,6 +313,11 @@ def _ops_cases():
              inputs_of(((3, 8), i32))),
         Case("exp, log, sqrt of nan, ±inf, ±0 f32[2, 8]", lambda x: (x.exp(), x.log(), x.sqrt(), torch.rsqrt(x), -x),
              inputs_of(((2, 8), f32), edit=_with_specials)),
+        Case("a negated negative constant f32[3, 5]: -full_like(x, -2.0) * x",
+             lambda x: -torch.full_like(x, -2.0) * x, inputs_of(((3, 5), f32))),
+        Case("rounding error of bfloat16 and float16 f32[4, 8]: x.bfloat16().float() - x, "
+             "x.half().float() - x", lambda x: (x.bfloat16().float() - x, x.half().float() - x),
+             inputs_of(((4, 8), f32))),
         Case("scalar constants f32[3, 5]: 2.5 - x, x * -1.5, x / -0.25, where(x < 0, -3.0, x)",
              lambda x: (2.5 - x, x * -1.5, x / -0.25, torch.where(x < 0, -3.0, x)), inputs_of(((3, 5), f32))),
     ]
@@ -325,6 +353,12 @@ def _pointwise_cases():
     return basic, extra
 
 
+def _centered_column_reductions(x):
+    """Fused under one outer loop over the slabs: the slab's mean, then per column a sum and a max."""
+    centered = x - x.mean((1, 2), keepdim=True)
+    return centered.sum(1), centered.amax(1)
+
+
 def _reduction_cases():
     basic = [
         Case("softmax rows f32[6, 40]", lambda x: torch.softmax(x, -1), inputs_of(((6, 40), f32)),
@@ -353,6 +387,9 @@ def _reduction_cases():
         Case("max over an all -inf row f32[2, 5]", lambda x: (x.amax(1), torch.softmax(x, 1)),
              lambda: [torch.tensor([[-math.inf] * 5, [1.0, 2.0, -math.inf, 0.0, 3.0]])]),
         Case("a reduction of an empty dim f32[3, 0]", lambda x: x.sum(1) + 1, lambda: [torch.zeros(3, 0)]),
+        Case("reductions with loops of their own: sum and max over dim 1 of each centered slab "
+             "f32[3, 4, 5] (outer loop x0, own loop x1)", _centered_column_reductions,
+             inputs_of(((3, 4, 5), f32))),
     ]
     return basic, extra
 
@@ -389,13 +426,18 @@ def check_cases(case_list, **pieces):
     """Run each case with the learner's pieces swapped in; one failure message per bad case."""
     if "ops" in pieces and missing_ops(pieces["ops"]):
         return [f"your CppOps has no method(s) {', '.join(missing_ops(pieces['ops']))}"]
-    failures = []
-    with swapped_codegen(**pieces) as swap:
-        for case in case_list:
-            problem = run_case(case, swap)
-            if problem:
-                failures.append(f"{case.name}: {problem}{case.details}")
-    return failures
+    try:
+        with swapped_codegen(**pieces) as swap:
+            return [f"{case.name}: {problem}{case.details}" for case in case_list
+                    for problem in [_run_named(case, swap)] if problem]
+    except ForbiddenCallError as error:
+        return [f"{case.name}: {error}" for case in case_list]
+
+
+def _run_named(case, swap):
+    """run_case, with the case's name left behind for the grader if the kernel crashes Python."""
+    with running_case(case.name):
+        return run_case(case, swap)
 
 
 def check_part(part, extra=False, **pieces):
@@ -661,8 +703,8 @@ def check_training(name, steps=2, lr=0.05, **pieces):
     model, inputs, loss_fn = build_model(name)
     reference = copy.deepcopy(model)
     gm = as_graph_module(model, len(inputs))
-    with swapped_codegen(**pieces):
-        try:
+    try:
+        with swapped_codegen(**pieces), running_case(f"training {name}"):
             compiled = lookup_backend("inductor")(gm, list(inputs))
             for step in range(1, steps + 1):
                 problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
@@ -673,6 +715,6 @@ def check_training(name, steps=2, lr=0.05, **pieces):
                     with torch.no_grad():
                         for p in m.parameters():
                             p -= lr * p.grad
-        except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
+    except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
             return [f"{name}: compiling or training under the inductor backend {describe_error(error)}"]
     return []
