@@ -23,18 +23,14 @@ hypothesis), and training steps of zoo models. Every result is compared with eag
 failure names the case and says what went wrong: the largest error, the learner's exception and
 line, the C++ compiler's first errors, or a pragma that the generated kernel lacks.
 """
-import atexit
 import collections
 import contextlib
-import copy
 import dataclasses
 import inspect
 import math
 import os
 import random
 import re
-import shutil
-import tempfile
 from typing import Callable
 
 import torch
@@ -45,7 +41,8 @@ from .. import config
 from ..backends import lookup_backend
 from ..inductor import codecache
 from ..inductor.codegen import cpp
-from .a07 import as_graph_module, build_model, compare, error_text
+from . import codegen_checks
+from .a07 import as_graph_module, compare, error_text
 from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .execute import running_case
 from .feedback import learner_location
@@ -59,7 +56,6 @@ i32, i64, b8 = torch.int32, torch.int64, torch.bool
 F32_TOL = dict(atol=1e-4, rtol=1e-4)  # float32 math functions may differ from eager's in the last bit
 F64_TOL = dict(atol=1e-9, rtol=1e-9)
 BF16_TOL = dict(atol=3e-2, rtol=3e-2)  # ... which can flip a bfloat16 rounding
-TRAINING_TOL = dict(atol=2e-5, rtol=1e-4)
 
 
 # --------------------------------------------------------------------------- the swap
@@ -138,8 +134,7 @@ def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=Non
     Yields a :class:`Swap`. Kernels compile into a new, empty cache directory.
     """
     swap = Swap()
-    cache_dir = tempfile.mkdtemp(prefix="tinydynamo-a08-")  # kept until exit: errors name its files
-    atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+    cache_dir = codegen_checks.fresh_cache_dir(prefix="tinydynamo-a08-")
     loaded = dict(codecache._loaded)
     codecache._loaded.clear()  # libraries this process loaded before: not the learner's
     try:
@@ -681,40 +676,8 @@ def check_programs(seeds, max_steps=6, **pieces):
 # --------------------------------------------------------------------------- training zoo models
 
 
-def _step(forward, model, inputs, loss_fn):
-    """Loss and {parameter name: gradient} of one forward (through ``forward``) and backward."""
-    model.zero_grad(set_to_none=True)
-    loss = loss_fn(forward(*inputs))
-    loss.backward()
-    return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
-
-
-def _step_problems(name, step, compiled_step, eager_step):
-    (loss, grads), (expected_loss, expected_grads) = compiled_step, eager_step
-    problems = [compare(loss, expected_loss, TRAINING_TOL, "the loss", "eager")]
-    problems += [compare(grads[param], expected, TRAINING_TOL, f"the gradient of {param}", "eager")
-                 for param, expected in expected_grads.items()]
-    return [f"{name}, training step {step}: {p}" for p in problems if p]
-
-
 def check_training(name, steps=2, lr=0.05, **pieces):
     """Train zoo model ``name`` with SGD under the inductor backend, with the learner's pieces in
     the code generator; every step's loss and gradients must match eager PyTorch's."""
-    model, inputs, loss_fn = build_model(name)
-    reference = copy.deepcopy(model)
-    gm = as_graph_module(model, len(inputs))
-    try:
-        with swapped_codegen(**pieces), running_case(f"training {name}"):
-            compiled = lookup_backend("inductor")(gm, list(inputs))
-            for step in range(1, steps + 1):
-                problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
-                                          _step(reference, reference, inputs, loss_fn))
-                if problems:
-                    return problems
-                for m in (model, reference):
-                    with torch.no_grad():
-                        for p in m.parameters():
-                            p -= lr * p.grad
-    except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
-            return [f"{name}: compiling or training under the inductor backend {describe_error(error)}"]
-    return []
+    return codegen_checks.check_training(name, lambda: swapped_codegen(**pieces), describe_error,
+                                         steps, lr)
