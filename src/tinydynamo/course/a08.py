@@ -41,6 +41,7 @@ from .. import config
 from ..backends import lookup_backend
 from ..inductor import codecache
 from ..inductor.codegen import cpp
+from ..testing.programs import BF16_TOL, F32_TOL, F64_TOL, FLOATS, REDUCE, UNARY_NUMBER, VIEWS, Program
 from . import codegen_checks
 from .a07 import as_graph_module, compare, error_text
 from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
@@ -53,9 +54,6 @@ LEARNER_OPS = ("neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "reciprocal"
 
 f32, f64, bf16 = torch.float32, torch.float64, torch.bfloat16
 i32, i64, b8 = torch.int32, torch.int64, torch.bool
-F32_TOL = dict(atol=1e-4, rtol=1e-4)  # float32 math functions may differ from eager's in the last bit
-F64_TOL = dict(atol=1e-9, rtol=1e-9)
-BF16_TOL = dict(atol=3e-2, rtol=3e-2)  # ... which can flip a bfloat16 rounding
 
 
 # --------------------------------------------------------------------------- the swap
@@ -458,80 +456,24 @@ def show_kernels(fn, *inputs, **pieces):
 # --------------------------------------------------------------------------- random programs
 
 
-def _views():
-    return {
-        "permute": lambda x, dims: x.permute(dims),
-        "flatten": lambda x, start: x.flatten(start, start + 1),
-        "unflatten": lambda x, dim, sizes: x.unflatten(dim, sizes),
-        "slice": lambda x, dim, start, step: x.narrow(dim, start, x.shape[dim] - start)[
-            (slice(None),) * dim + (slice(None, None, step),)],
-        "expand": lambda x, dim, size: x.unsqueeze(dim).expand(*x.shape[:dim], size, *x.shape[dim:]),
-        "transpose_contiguous": lambda x: x.transpose(0, -1).contiguous(),
-    }
-
-
-UNARY_FLOAT = {"exp": torch.exp, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
-               "gelu": F.gelu, "sqrt_abs": lambda x: torch.sqrt(x.abs()),
-               "rsqrt_abs1": lambda x: torch.rsqrt(x.abs() + 1),
-               "log1p_abs": lambda x: torch.log1p(x.abs()), "reciprocal": torch.reciprocal, "floor": torch.floor}
-UNARY_NUMBER = {"neg": torch.neg, "abs": torch.abs, "square": lambda x: x * x}
-BINARY = {"add": torch.add, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum, "div": torch.div,
-          "gt": torch.gt, "eq": torch.eq, "lt": torch.lt}
-REDUCE = {"sum": torch.sum, "amax": torch.amax, "amin": torch.amin}
-REDUCE_FLOAT = {"mean": torch.mean, "softmax": lambda x, dim, keepdim: torch.softmax(x, dim),
-                "log_softmax": lambda x, dim, keepdim: torch.log_softmax(x, dim)}
-VIEW_OPS = tuple(_views())
-PROGRAM_OPS = {**UNARY_FLOAT, **UNARY_NUMBER, **BINARY, **REDUCE, **REDUCE_FLOAT, **_views(),
-               "sub": torch.sub, "argmax": lambda x, dim: x.argmax(dim), "to": lambda x, dtype: x.to(dtype),
-               "where": torch.where, "cat": lambda a, b, dim: torch.cat([a, b], dim),
-               "scalar_add": lambda x, s: x + s, "scalar_mul": lambda x, s: s * x,
-               "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]), "sum_all": torch.sum}
-FLOATS = (f32, f64, bf16)
+# The ops this generator draws, by name, from tinydynamo.testing.programs.OPS
+UNARY_FLOAT = ("exp", "tanh", "sigmoid", "relu", "gelu", "sqrt_abs", "rsqrt_abs1", "log1p_abs", "reciprocal",
+               "floor")
+BINARY = ("add", "mul", "maximum", "minimum", "div", "gt", "eq", "lt")
+REDUCE_FLOAT = ("mean", "softmax", "log_softmax")
 PROGRAM_DTYPES = (f32, f32, f32, f64, i64, i32, b8, bf16)
-
-
-class Program:
-    """Steps ``(op, operand indices, params)`` over a pool of values that starts with the inputs."""
-
-    def __init__(self, seed, inputs):
-        self.seed = seed
-        self.inputs = inputs  # [(shape, dtype)]
-        self.steps = []
-        self.outputs = []
-        self.dtypes_inside = set()
-
-    def make_inputs(self):
-        return tensors(self.seed, *self.inputs)
-
-    def __call__(self, *inputs):
-        pool = list(inputs)
-        for op, operands, params in self.steps:
-            pool.append(PROGRAM_OPS[op](*[pool[i] for i in operands], **params))
-        return tuple(pool[i] for i in self.outputs)
-
-    def tolerance(self):
-        if bf16 in self.dtypes_inside:
-            return BF16_TOL
-        return F32_TOL if f32 in self.dtypes_inside else F64_TOL
-
-    def __repr__(self):
-        lines = [f"v{i} = input{tuple(shape)} {dtype}" for i, (shape, dtype) in enumerate(self.inputs)]
-        for k, (op, operands, params) in enumerate(self.steps):
-            args = ", ".join([f"v{i}" for i in operands] + [f"{p}={v!r}" for p, v in params.items()])
-            lines.append(f"v{len(self.inputs) + k} = {op}({args})")
-        lines.append(f"return {', '.join(f'v{i}' for i in self.outputs)}")
-        return "\n".join(lines)
 
 
 def random_program(seed, max_steps=6):
     """A small random program, the same for the same seed."""
     rng = random.Random(seed)
     base = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
-    inputs = [(tuple(base), rng.choice(PROGRAM_DTYPES))]
-    for _ in range(rng.randint(0, 2)):
-        inputs.append((tuple(s if rng.random() < 0.6 else 1 for s in base), rng.choice(PROGRAM_DTYPES)))
-    program = Program(seed, inputs)
-    metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in inputs]
+    inputs = [(tuple(base), rng.choice(PROGRAM_DTYPES), 1000 * seed)]
+    for k in range(rng.randint(0, 2)):
+        shape = tuple(s if rng.random() < 0.6 else 1 for s in base)
+        inputs.append((shape, rng.choice(PROGRAM_DTYPES), 1000 * seed + k + 1))
+    program = Program(inputs)
+    metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype, _ in inputs]
     computed = []  # values that a kernel computes (the others are views of the inputs)
     for _ in range(rng.randint(2, max_steps)):
         _add_step(program, metas, computed, _random_step(rng, metas, len(inputs)))
@@ -545,10 +487,9 @@ def random_program(seed, max_steps=6):
 def _add_step(program, metas, computed, step):
     if step is None:
         return
+    program.add_step(metas, step)
     op, operands, params = step
-    program.steps.append(step)
-    metas.append(PROGRAM_OPS[op](*[metas[i] for i in operands], **params))
-    aliases = op in VIEW_OPS or (op == "to" and params["dtype"] == metas[operands[0]].dtype)
+    aliases = op in VIEWS or (op == "to" and params["dtype"] == metas[operands[0]].dtype)
     if not aliases or operands[0] in computed:
         computed.append(len(metas) - 1)
 
