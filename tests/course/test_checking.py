@@ -1,8 +1,11 @@
 """The grading rules of tinydynamo.course.checking: no delegation, complete feedback, mutants."""
+import importlib
+
 import pytest
 
 from tinydynamo.course.checking import (
-    Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, mutate, no_delegation, report,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, hidden_table, mutate,
+    no_delegation, report,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -80,3 +83,43 @@ def test_a_builtin_is_refused_under_any_name():
     with pytest.raises(ForbiddenCallError, match="stack_effect"), no_delegation(dis.stack_effect):
         _opcode.stack_effect(dis.opmap["POP_TOP"])
     assert dis.stack_effect(dis.opmap["POP_TOP"]) == -1
+
+
+def test_blocks_nest_and_the_code_comes_back():
+    code = grabbed_early.__code__
+    with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
+        with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
+            learner_answer(learner_answer.__code__)
+        assert grabbed_early.__code__ is not code, "the outer block still refuses it"
+    assert grabbed_early.__code__ is code
+
+
+def test_a_closure_is_refused_to_the_learner_and_served_to_the_reference():
+    def make_counter(start):
+        def count(step=1, *, twice=False):
+            return start + step * (2 if twice else 1)
+        return count
+
+    count = make_counter(10)
+    reference_caller = {}
+    exec(compile("def call(f, *a, **k):\n    return f(*a, **k)\n", f"{REFERENCE_DIR}/pipeline.py", "exec"),
+         reference_caller)
+    with pytest.raises(ForbiddenCallError), no_delegation(count):
+        assert reference_caller["call"](count, 2, twice=True) == 14
+        count()
+    assert count(3) == 13
+
+
+def test_a_hidden_table_refuses_its_entries_and_comes_back():
+    import operator
+
+    table, lookup = [operator.add, operator.sub], {"+": operator.add}
+    with pytest.raises(ForbiddenCallError, match=r"OPS\[1\]"), hidden_table(table, "OPS"), hidden_table(lookup, "BY"):
+        table[1](2, 1)
+    assert table == [operator.add, operator.sub] and lookup == {"+": operator.add}
+
+
+@pytest.mark.parametrize("name", ["checking", "a01", "a02", "a03", "a04"])
+def test_course_modules_export_no_reference_answers(name):
+    module = importlib.import_module(f"tinydynamo.course.{name}")
+    assert not [attr for attr in vars(module) if attr.startswith("reference_")]

@@ -15,7 +15,10 @@ and compare each case
 Each checker returns a list of human-readable failures that name the case. An exception raised
 while tracing is reported with the handler that raised it (yours or the reference's), the
 instruction and line of the traced function it was running, and the line of the learner's code;
-it never escapes the checker. ``report`` turns the list into one AssertionError.
+it never escapes the checker; when the handler that raised used values that the learner's
+handlers pushed, the report names those handlers too. While the learner's handlers are graded,
+the reference handlers they replace (and the reference's table of binary operators) refuse to
+be called from the learner's code.
 """
 import collections
 import contextlib
@@ -35,6 +38,7 @@ import torch.nn.functional as F
 import tinydynamo
 
 from .. import config
+from ..dynamo import symbolic_convert
 from ..dynamo.exc import Unsupported
 from ..dynamo.symbolic_convert import (
     InliningInstructionTranslator,
@@ -43,6 +47,7 @@ from ..dynamo.symbolic_convert import (
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
+from .checking import hidden_table, no_delegation
 from .feedback import NOT_LEARNER_CODE
 from .feedback import learner_location as learner_line
 
@@ -82,7 +87,8 @@ def handler_classes(name):
 @contextlib.contextmanager
 def swapped_handlers(handlers):
     """Install ``handlers`` ({opcode name: function(self, inst)}) on the real translator classes
-    for the block, and locate every error raised while tracing (``HandlerError``).
+    for the block, and locate every error raised while tracing (``HandlerError``). The reference
+    handlers they replace are refused to the learner's code meanwhile.
 
     tinydynamo's caches are cleared before and after, so nothing compiled with one set of
     handlers is reused with another; the reference handlers come back even if the block raises.
@@ -98,20 +104,50 @@ def swapped_handlers(handlers):
         for cls, name, _ in replaced:
             setattr(cls, name, installed[name])
         InstructionTranslatorBase.step = located_step(original_step, set(installed.values()))
-        with config.patch(suppress_errors=False, strict=True):
+        with config.patch(suppress_errors=False, strict=True), refused_references(replaced):
             yield
     finally:
         for cls, name, original in replaced:
             setattr(cls, name, original)
         InstructionTranslatorBase.step = original_step
+        PUSHED_BY.clear()
         tinydynamo.reset()
 
 
+@contextlib.contextmanager
+def refused_references(replaced):
+    """The reference handlers in ``replaced`` (and, for BINARY_OP, its table of operators) refuse
+    the learner's calls during the block."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(no_delegation(*{original for _, _, original in replaced}))
+        if any(name == "BINARY_OP" for _, name, _ in replaced):
+            stack.enter_context(hidden_table(symbolic_convert.BINARY_OPS, "symbolic_convert.BINARY_OPS"))
+        yield
+
+
+# id(tracker) -> (tracker, "your LOAD_GLOBAL (`LOAD_GLOBAL 1 (torch)` at line 3)") for each tracker
+# that one of the learner's handlers pushed, while they are swapped in.
+PUSHED_BY = {}
+
+
+def kept(before, after):
+    """How many values at the bottom of the stack ``before`` an instruction are still there ``after``."""
+    n = 0
+    while n < min(len(before), len(after)) and before[n] is after[n]:
+        n += 1
+    return n
+
+
 def checked_handler(name, fn):
-    """``fn``, followed by a check that the stack and the locals still hold only trackers."""
+    """``fn``, remembering which trackers it pushed, followed by a check that the stack and the
+    locals still hold only trackers."""
 
     def handler(self, inst):
+        before = list(self.stack)
         fn(self, inst)
+        for var in self.stack[kept(before, self.stack):]:
+            PUSHED_BY[id(var)] = (var, f"your {name} (`{describe_instruction(inst)}` at line "
+                                       f"{inst.positions.lineno})")
         problem = non_tracker(self)
         if problem:
             raise TypeError(f"after it ran, {problem}; the translator only holds VariableTrackers "
@@ -142,25 +178,46 @@ def located_step(step, learner_handlers):
         if self.instruction_pointer >= len(self.instructions):
             raise HandlerError(f"the translator ran past the last instruction of {where(self)}: "
                                "nothing ended the interpreter loop (self.done)")
+        before = list(self.stack)
         try:
             step(self)
         except HandlerError:
             raise
         except Exception as error:
+            used = before[kept(before, self.stack):]
             if isinstance(error, Unsupported) or type(error).__module__.startswith("tinydynamo.dynamo"):
+                if not getattr(error, "__notes__", None):  # the innermost instruction says where
+                    error.add_note(culprits(self, learner_handlers, used))
                 raise
-            raise HandlerError(describe_handler_error(self, error, learner_handlers)) from error
+            raise HandlerError(describe_handler_error(self, error, learner_handlers, used)) from error
 
     return step_and_locate_errors
 
 
-def describe_handler_error(tx, error, learner_handlers):
+def describe_handler_error(tx, error, learner_handlers, used):
+    """Which handler raised what, on which instruction, and which of the learner's handlers
+    pushed the values it was using (the likely culprits when the reference's handler raised)."""
+    inst = tx.current_instruction
+    whose = "your" if getattr(type(tx), inst.opname, None) in learner_handlers else "the reference's"
+    return (f"{whose} {inst.opname} handler raised {error_text(error)}, "
+            f"on `{describe_instruction(inst)}` in {where(tx)}{pushed_by(used, whose == 'your')}")
+
+
+def culprits(tx, learner_handlers, used):
+    """For dynamo's own errors (Unsupported): the learner's handler that was running, if it was
+    one, and the learner's handlers that pushed the values it was using."""
     inst = tx.current_instruction
     yours = getattr(type(tx), inst.opname, None) in learner_handlers
-    whose = "your" if yours else "the reference's"
-    hint = "" if yours else " (is something one of your handlers pushed or stored not what it should be?)"
-    return (f"{whose} {inst.opname} handler raised {error_text(error)}, "
-            f"on `{describe_instruction(inst)}` in {where(tx)}{hint}")
+    running = f"in your {inst.opname} handler, on `{describe_instruction(inst)}`" if yours else ""
+    return (running + pushed_by(used, yours)).lstrip("; ")
+
+
+def pushed_by(used, yours):
+    """Which of the learner's handlers pushed the values ``used`` by an instruction that failed."""
+    pushers = sorted({PUSHED_BY[id(var)][1] for var in used if id(var) in PUSHED_BY})
+    if pushers:
+        return f"; the values it used were pushed by {', '.join(pushers)}: do they push what they should?"
+    return "" if yours else " (is something one of your handlers pushed or stored not what it should be?)"
 
 
 def describe_instruction(inst):
@@ -260,8 +317,9 @@ def explain_error(error):
     if isinstance(error, HandlerError):
         return str(error)
     if isinstance(error, Unsupported):
+        notes = "".join(f"; {note}" for note in getattr(error, "__notes__", ()) if note)
         return (f"tracing stopped with Unsupported: {error.reason} "
-                f"(at {os.path.basename(error.filename)}:{error.lineno}); "
+                f"(at {os.path.basename(error.filename)}:{error.lineno}){notes}; "
                 "the reference handlers capture this case whole")
     return f"compiling or running it raised {error_text(error)}"
 
@@ -275,7 +333,7 @@ def difference(actual, expected, what):
         try:
             torch.testing.assert_close(actual, expected, equal_nan=True)
         except AssertionError as e:
-            return f"{what} differs: " + " ".join(str(e).split())[:300]
+            return f"{what} differs: " + " ".join(str(e).split())
         return None
     if type(actual) is not type(expected):
         return f"{what} is {short(actual)} ({type(actual).__name__}), expected {short(expected)}"
@@ -894,7 +952,7 @@ def return_a_nested_structure(x):
 _REFERENCE = {}  # case or model name -> the Run with the reference handlers, and eager's Run
 
 
-def reference_runs(name, call):
+def _reference_runs(name, call):
     """(eager run, reference run) for ``call(compiled_or_eager)``, computed once per name."""
     if name not in _REFERENCE:
         eager = call(lambda fn, args, kwargs: Run(fn(*args, **kwargs), (args, kwargs)))
@@ -913,7 +971,7 @@ def check_case(handlers, case):
         args, kwargs = case.make_inputs()
         return run(case.fn, args, kwargs)
 
-    eager, reference = reference_runs(case.name, call)
+    eager, reference = _reference_runs(case.name, call)
     try:
         with swapped_handlers(handlers):
             actual = call(run_compiled)
@@ -937,7 +995,7 @@ def check_model(handlers, name):
         result = run(model, inputs, {})
         return Run(result.result, dict(model.named_buffers()), result.graphs)
 
-    eager, reference = reference_runs(f"zoo model {name}", call)
+    eager, reference = _reference_runs(f"zoo model {name}", call)
     label = f"zoo model {name!r}"
     try:
         with swapped_handlers(handlers):
@@ -950,11 +1008,3 @@ def check_model(handlers, name):
 
 def check_models(handlers, names=None):
     return [failure for name in (names or ZOO) for failure in check_model(handlers, name)]
-
-
-def report(failures, limit=5):
-    """Raise an AssertionError that shows the first few failures, for notebook tests."""
-    if failures:
-        shown = "\n".join(failures[:limit])
-        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
-        raise AssertionError(f"{len(failures)} case(s) failed:\n{shown}{more}")

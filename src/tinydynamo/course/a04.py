@@ -13,8 +13,9 @@ compare every result with eager PyTorch, and compare every (re)compile with what
 - soundness: a change the graph depends on must recompile; reusing the old graph is a stale graph;
 - precision: equal inputs, and changes the graph does not depend on, must hit the cache.
 
-Each checker returns a list of human-readable failures; ``report`` turns them into one
-AssertionError for a notebook test.
+Each checker returns a list of human-readable failures; ``checking.report`` turns them into one
+AssertionError for a notebook test. While the learner's guards are in the pipeline, the
+reference's own answer for tensors (``tensor_properties``) refuses the learner's calls.
 """
 import contextlib
 import dataclasses
@@ -27,11 +28,13 @@ import tinydynamo
 from .. import config
 from ..dynamo import eval_frame
 from ..dynamo.guards import Guard, GuardBuilder
+from ..dynamo.output_graph import tensor_properties
 from ..dynamo.variables.builder import VariableBuilder
 from ..dynamo.variables.constant import is_constant_value
 from ..dynamo.variables.torch import is_torch_callable  # noqa: F401 (a helper for learners)
 from ..testing.models import ZOO, make  # noqa: F401 (make: for learners)
-from .a02 import difference, learner_location, report, user_module  # noqa: F401 (report: for learners)
+from .a02 import difference, learner_location, user_module
+from .checking import no_delegation
 
 # The guard kinds that describe one value (the others are installed by the reference itself:
 # global state, duplicated and aliased tensors).
@@ -134,7 +137,7 @@ def swapped_guards(guards_for, categories=CATEGORIES):
     reference_wrap = VariableBuilder.wrap
     tinydynamo.reset()
     try:
-        with config.patch(suppress_errors=False, strict=True):
+        with config.patch(suppress_errors=False, strict=True), no_delegation(tensor_properties):
             if guards_for is not None:
                 VariableBuilder.wrap = wrap_with(guards_for, categories)
             yield
@@ -219,6 +222,7 @@ TENSOR_CASES = [
             return x * 2 if x.requires_grad else x * 3
     """, "by_grad", "x = torch.randn(3)", "x", [
         ("x = torch.randn(3, requires_grad=True)", RECOMPILE),
+        ("x = torch.randn(3, requires_grad=True)", HIT),
         ("x = torch.randn(3)", HIT),
     ]),
     Case("branch_on_dtype", """
@@ -228,6 +232,7 @@ TENSOR_CASES = [
             return x.double().mean()
     """, "by_dtype", "x = torch.randn(5)", "x", [
         ("x = torch.arange(5)", RECOMPILE),
+        ("x = torch.arange(5) * 2", HIT),
         ("x = torch.randn(5, dtype=torch.float16)", RECOMPILE),
         ("x = torch.randn(5)", HIT),
     ]),
@@ -342,6 +347,22 @@ CONSTANT_CASES = [
         ("weights = {'a': 1.0, 'b': 2.0}", HIT),
         ("weights['b'] = 5.0", RECOMPILE),
         ("weights['c'] = 3.0", RECOMPILE),
+    ]),
+    Case("dict_order", """
+        def concat(x, parts):
+            return torch.cat([x * w for w in parts.values()])
+    """, "concat", "x, parts = torch.randn(3), {'a': 1.0, 'b': 2.0}", "x, parts", [
+        ("parts = {'a': 1.0, 'b': 2.0}", HIT),
+        ("parts = {'b': 2.0, 'a': 1.0}", RECOMPILE),
+    ]),
+    Case("list_or_tuple", """
+        def combine(x, parts):
+            if isinstance(parts, tuple):
+                return x * len(parts)
+            return x + len(parts)
+    """, "combine", "x, parts = torch.randn(3), [torch.randn(3), torch.randn(3)]", "x, parts", [
+        ("parts = [torch.randn(3), torch.randn(3)]", HIT),
+        ("parts = (torch.randn(3), torch.randn(3))", RECOMPILE),
     ]),
     Case("closure_cell", """
         def make_scaler(k):
@@ -468,6 +489,19 @@ OBJECT_CASES = [
         ("lib = slow", RECOMPILE),
         ("lib = fast", HIT),
     ]),
+    Case("module_identity", """
+        import types
+
+        fast = types.ModuleType("fast")
+        slow = types.ModuleType("slow")
+        backend = fast
+
+        def dispatch(x):
+            return x * 2 if backend is fast else x * 3
+    """, "dispatch", "x = torch.randn(3)", "x", [
+        ("backend = slow", RECOMPILE),
+        ("backend = fast", HIT),
+    ]),
     Case("class_argument", """
         def activation(x, cls):
             return torch.relu(x) if issubclass(cls, nn.ReLU) else torch.tanh(x)
@@ -505,6 +539,7 @@ OBJECT_CASES = [
         scaler = Scaler(2.0)
     """, "call", "x, fn = torch.randn(3), scaler.apply", "x, fn", [
         ("fn = scaler.apply", HIT),
+        ("earlier = fn; fn = scaler.apply", HIT),  # both alive: a new method object, at a new address
         ("fn = Scaler(3.0).apply", RECOMPILE),
         ("fn = scaler.apply", HIT),
     ]),
@@ -580,7 +615,7 @@ def call_both(compiled, original, args):
     except GuardsError:
         raise
     except Exception as e:  # noqa: BLE001 - a stale graph may fail on inputs it was not made for
-        got, mismatch = None, f"the compiled call raised {type(e).__name__}: {first_line(e)}"
+        got, mismatch = None, f"the compiled call raised {type(e).__name__}: {one_line(e)}"
     after = tinydynamo.stats()
     torch.manual_seed(0)
     expected = original(*args)
@@ -592,9 +627,9 @@ def call_both(compiled, original, args):
     return Outcome(compiled_now, hit, mismatch, failed)
 
 
-def first_line(error):
+def one_line(error):
     lines = str(error).strip().splitlines()
-    return " ".join(lines[:2]) if lines else type(error).__name__
+    return " ".join(lines) if lines else type(error).__name__
 
 
 def frame_of(original, args):
@@ -631,7 +666,7 @@ def outcome_problems(case_name, statement, expect, outcome):
                 f"config.cache_size_limit={config.cache_size_limit}?)"]
     problems = [f"{when}: {outcome.mismatch}"] if outcome.mismatch else []
     if expect == HIT and outcome.compiled:
-        failed = "; ".join(outcome.failed_checks[:2]) or ("none left to show: the earlier entry was "
+        failed = "; ".join(outcome.failed_checks) or ("none left to show: the earlier entry was "
                                                            "dropped when an object its guard checks by id() died")
         problems.append(f"{when}: NEEDLESS RECOMPILE: nothing the graph depends on changed, so the "
                         f"cached graph should have served the call; failed check(s): {failed}")

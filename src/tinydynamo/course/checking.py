@@ -5,11 +5,11 @@ and ``tests/course/test_mutants.py`` uses it to check the tests themselves.
 
 **No delegation.** ``with no_delegation(fn, ...):`` makes reference functions unreachable from the
 learner's code while it is graded. A call into one of them from the learner's code raises
-``ForbiddenCallError``, which names the function and says that the learner must write it. Calls are
-recognised by code object (a profile hook), so a function the learner imported before grading
-(``from tinydynamo.aot import default_partition``) is caught too, and so are builtins
-(``dis.stack_effect``). The reference's own pipeline
-still calls it freely: the innermost caller that is either tinydynamo or the learner decides
+``ForbiddenCallError``, which names the function and says that the learner must write it. The function's
+own code is swapped for a trampoline while the block runs, so a function the learner imported
+before grading (``from tinydynamo.aot import default_partition``) is caught too; builtins
+(``dis.stack_effect``) are refused by a profile hook. The reference's own pipeline still calls
+them freely: the innermost caller that is either tinydynamo or the learner decides
 (torch, installed packages and the standard library in between are looked through). A learner
 who catches the error gains nothing: the block raises again when it ends.
 
@@ -40,6 +40,7 @@ Adding a mutant
    must score nothing at all (use it for "delegates to the reference").
 """
 import contextlib
+import copy
 import dataclasses
 import importlib.util
 import inspect
@@ -47,15 +48,16 @@ import io
 import json
 import linecache
 import os
+import re
 import signal
 import sys
 import time
-import traceback
+import types
 from pathlib import Path
 
 import tinydynamo
 
-from .feedback import NOT_LEARNER_CODE
+from .feedback import NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
@@ -67,8 +69,10 @@ class ForbiddenCallError(RuntimeError):
     """The learner's code called a function that it is meant to replace."""
 
 
-_forbidden = {}  # id(code object or builtin) -> (the object, "module.qualname") while grading
 _calls_refused = []  # names, in order, of every refused call
+_swapped = {}  # id(function) -> (a copy of it with its own code, its name, how many blocks refuse it)
+_refused_builtins = {}  # id(builtin) -> (the builtin, its name, how many blocks refuse it)
+DISPATCH = "__tinydynamo_no_delegation__"  # the name of _dispatch in a refused function's globals
 
 
 def _forbidden_message(name):
@@ -89,55 +93,123 @@ def _is_learners(frame):
     return False
 
 
-def _refuse_forbidden_calls(frame, event, arg):
-    """The profile hook: refuse a call of a forbidden function made by the learner's code.
-
-    For a Python function ``frame`` is the callee's ("call"); for a builtin it is the caller's and
-    ``arg`` the builtin ("c_call").
-    """
-    if event == "call" and id(frame.f_code) in _forbidden and _is_learners(frame.f_back):
-        name = _forbidden[id(frame.f_code)][1]
-    elif event == "c_call" and id(arg) in _forbidden and _is_learners(frame):
-        name = _forbidden[id(arg)][1]
-    else:
-        return
+def _refuse(name):
     _calls_refused.append(name)
-    raise ForbiddenCallError(_forbidden_message(name))  # CPython also uninstalls the hook
+    raise ForbiddenCallError(_forbidden_message(name))
 
 
-def _key_and_name(fn):
-    """What the profile hook sees of ``fn`` (its code object, or the builtin itself), and its name."""
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
-    name = f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
-    return getattr(fn, "__code__", fn), name
+def _dispatch(key, args, kwargs):
+    """What a refused function runs instead of its code: refuse the learner, serve tinydynamo."""
+    original, name, _ = _swapped[key]
+    if _is_learners(sys._getframe(2)):  # 1 is the trampoline, 2 its caller
+        _refuse(name)
+    return original(*args, **kwargs)
+
+
+def _trampoline(fn, key):
+    """A code object for ``fn`` that calls ``_dispatch(key, args, kwargs)``, with ``fn``'s free
+    variables, so that it can be ``fn.__code__`` for a while."""
+    code, free = fn.__code__, fn.__code__.co_freevars
+    source = (f"def outer():\n    {' = '.join(free + ('None',))}\n"
+              f"    def {code.co_name}(*args, **kwargs):\n"
+              f"        if False:\n            {', '.join(free) or 'pass'}\n"
+              f"        return {DISPATCH}({key}, args, kwargs)\n    return {code.co_name}\n")
+    namespace = {}
+    exec(compile(source, code.co_filename, "exec"), namespace)
+    trampoline = namespace["outer"]().__code__
+    assert trampoline.co_freevars == free, (trampoline.co_freevars, free)
+    return trampoline.replace(co_qualname=code.co_qualname, co_firstlineno=code.co_firstlineno)
+
+
+def _refuse_builtins(frame, event, arg):
+    """The profile hook that refuses the learner's calls of refused builtins."""
+    if event == "c_call" and id(arg) in _refused_builtins and _is_learners(frame):
+        _refuse(_refused_builtins[id(arg)][1])  # raising also uninstalls the hook
+
+
+def _name(fn):
+    return f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
+
+
+def _start_refusing(fn):
+    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key."""
+    if not hasattr(fn, "__code__"):
+        entry = _refused_builtins.setdefault(id(fn), [fn, _name(fn), 0])
+        entry[2] += 1
+        return id(fn)
+    key = id(fn)
+    if key not in _swapped:
+        original = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        original.__kwdefaults__ = fn.__kwdefaults__
+        _swapped[key] = [original, _name(fn), 0]
+        fn.__globals__[DISPATCH] = _dispatch
+        fn.__code__ = _trampoline(fn, key)
+    _swapped[key][2] += 1
+    return key
+
+
+def _stop_refusing(fn, key):
+    table = _swapped if key in _swapped else _refused_builtins
+    table[key][2] -= 1
+    if table[key][2] == 0:
+        if table is _swapped:
+            fn.__code__ = table[key][0].__code__
+        del table[key]
 
 
 @contextlib.contextmanager
 def no_delegation(*functions):
     """Refuse every call that the learner's code makes to ``functions`` during the block.
 
-    ``functions`` are Python functions or methods (recognised by their code object) or builtins. A
-    refused call raises ForbiddenCallError where it is made; if the learner's code swallows it, the
-    block raises it again when it ends. Blocks nest. Another profiler (a debugger, coverage) is
-    paused for the duration.
+    ``functions`` are Python functions or methods, whose code is swapped for a trampoline that
+    checks the caller (so every reference to the function object is covered), or builtins,
+    refused by a profile hook. A refused call raises ForbiddenCallError where it is made; if the
+    learner's code swallows it, the block raises it again when it ends. Blocks nest.
     """
-    added = {}
-    for fn in functions:
-        key, name = _key_and_name(fn)
-        if id(key) not in _forbidden:
-            added[id(key)] = (key, name)
-    _forbidden.update(added)
+    functions = [inspect.unwrap(getattr(fn, "__func__", fn)) for fn in functions]
+    keys = [_start_refusing(fn) for fn in functions]
     refused_before, previous = len(_calls_refused), sys.getprofile()
-    sys.setprofile(_refuse_forbidden_calls)
+    if _refused_builtins:
+        sys.setprofile(_refuse_builtins)
     try:
         yield
     finally:
         sys.setprofile(previous)
-        for key in added:
-            del _forbidden[key]
+        for fn, key in zip(functions, keys):
+            _stop_refusing(fn, key)
     refused = _calls_refused[refused_before:]
     if refused:
         raise ForbiddenCallError(_forbidden_message(refused[0]))
+
+
+class Refused:
+    """Stands in for an entry of a reference table while the learner is graded: calling it refuses."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        _refuse(self.name)
+
+    def __repr__(self):
+        return f"<{self.name}: the reference's, refused while you are graded>"
+
+
+@contextlib.contextmanager
+def hidden_table(table, name):
+    """Replace every entry of ``table`` (a list, or a dict's values) by a ``Refused`` for the block:
+    a reference table that is the answer (which function each opcode applies) the learner writes."""
+    saved = copy.copy(table)
+    keys = table.keys() if isinstance(table, dict) else range(len(table))
+    for key in list(keys):
+        table[key] = Refused(f"{name}[{key!r}]")
+    try:
+        yield
+    finally:
+        if isinstance(table, dict):
+            table.update(saved)
+        else:
+            table[:] = saved
 
 
 # --------------------------------------------------------------------------- complete feedback
@@ -161,15 +233,6 @@ def report(*failure_lists):
 def describe_error(error):
     """``Type: message (in fn, line n: source)``: an exception, placed in the learner's code."""
     return f"{type(error).__name__}: {error}{learner_location(error)}"
-
-
-def learner_location(error):
-    """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(NOT_LEARNER_CODE)]
-    if not frames:
-        return ""
-    source = f": {frames[-1].line.strip()}" if frames[-1].line else ""
-    return f" (in {frames[-1].name}, line {frames[-1].lineno}{source})"
 
 
 class Failures:
@@ -248,14 +311,15 @@ def solution_cells(assignment):
 
 
 def mutate(cells, mutant):
-    """The cells with the mutant's edit applied; StaleMutant unless ``old`` occurs exactly once."""
+    """(the cells with the mutant's edit applied, the index of the edited cell); StaleMutant unless
+    ``old`` occurs exactly once in the solution cells."""
     found = [i for i, cell in enumerate(cells) if cell.solution for _ in range(cell.source.count(mutant.old))]
     if len(found) != 1:
         raise StaleMutant(f"mutant {mutant.name!r}: its `old` text occurs {len(found)} times in the "
                           "solution cells, not once; update the catalogue")
-    cells = list(cells)
-    cells[found[0]] = dataclasses.replace(cells[found[0]], source=cells[found[0]].source.replace(mutant.old, mutant.new))
-    return cells, found[0]
+    cells, index = list(cells), found[0]
+    cells[index] = dataclasses.replace(cells[index], source=cells[index].source.replace(mutant.old, mutant.new))
+    return cells, index
 
 
 @contextlib.contextmanager
@@ -300,6 +364,10 @@ def grade_cells(cells, until=lambda result: False, timeout=120):
     return results
 
 
+def _without_hidden_tests(source):
+    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS", "", source, flags=re.S)
+
+
 def _caught(mutant, results):
     """Some test lost points with a message naming the case, and every ``zero`` test scored 0."""
     zeroed = {r.grade_id for r in results if r.score == 0}
@@ -310,9 +378,13 @@ def _caught(mutant, results):
 def check_mutant(assignment, mutant, cells=None):
     """(results of the tests run, why the tests miss the mutant or None when they catch it).
 
-    Grading stops as soon as the mutant is proven caught, so later tests are not run.
+    Grading stops as soon as the mutant is proven caught, so later tests are not run. The hidden
+    tests before the mutated cell are not run either: they pass, since the mutant has not run yet
+    (and later cells cannot depend on them, since the release notebook has none).
     """
-    mutated, _ = mutate(cells or solution_cells(assignment), mutant)
+    mutated, index = mutate(cells or solution_cells(assignment), mutant)
+    mutated = [dataclasses.replace(cell, source=_without_hidden_tests(cell.source)) if i < index else cell
+               for i, cell in enumerate(mutated)]
     results = []
     grade_cells(mutated, until=lambda result: results.append(result) or _caught(mutant, results))
     if _caught(mutant, results):

@@ -1,0 +1,59 @@
+"""a02_frame_callback: plausible mistakes in the skip rules, the cache lookup and the miss path."""
+from tinydynamo.course.checking import Mutant
+
+ASSIGNMENT = "a02_frame_callback"
+
+MUTANTS = [
+    # part 1: skip_reason
+    Mutant("skips every installed package", "if package in trace_rules.SKIPPED_PACKAGES:",
+           "if package is not None:", "modeling_bert.py"),
+    Mutant("knows only site-packages", 'if part in ("site-packages", "dist-packages"):',
+           'if part == "site-packages":', "dist-packages/sympy"),
+    Mutant("keeps the .py of a one-file package", 'return parts[i + 1].removesuffix(".py")',
+           "return parts[i + 1]", "typing_extensions"),
+    Mutant("compares torch's directory without the separator",
+           "TORCH_DIR = os.path.dirname(torch.__file__) + os.sep", "TORCH_DIR = os.path.dirname(torch.__file__)",
+           "torchvision"),
+    Mutant("skips packages installed below the standard library",
+           ' and "site-packages" not in file:', ":", "diffusers"),
+    Mutant("skips tinydynamo's user-level directories",
+           " and not file.startswith(USER_LEVEL_DIRS):", ":", "MLP.forward"),
+    Mutant("skips every <string> code, a user's exec too", '"<tinydynamo", "<frozen")',
+           '"<tinydynamo", "<frozen", "<string>")', "exec_by_the_user"),
+    Mutant("skips the forward of torch's modules",
+           '    if code.co_filename.startswith(TORCH_MODULES_DIR) and code.co_name == "forward":\n        return None\n',
+           "", "Linear.forward"),
+    Mutant("compiles set and dict comprehensions", '"<listcomp>", "<dictcomp>", "<setcomp>",', '"<listcomp>",',
+           "<setcomp>"),
+    Mutant("forgets coroutines", "inspect.CO_GENERATOR | inspect.CO_COROUTINE |", "inspect.CO_GENERATOR |", "fetch"),
+    Mutant("delegates to the reference's skip_reason", "def skip_reason(code):",
+           "def skip_reason(code, _reference=trace_rules.skip_reason):\n    return _reference(code)",
+           "trace_rules.skip_reason", zero=("test_skip_reason_examples", "test_skip_reason_pipeline")),
+    # part 2: lookup
+    Mutant("scans the cache itself, not a copy", "in list(entries):", "in entries:", "removes its own entry"),
+    Mutant("ignores the owner", "if entry_owner is owner and guard(*args):", "if guard(*args):", "(other, guard"),
+    Mutant("the last passing entry wins", "in list(entries):", "in reversed(list(entries)):",
+           "the first entry of this owner"),
+    # part 3: on_cache_miss
+    Mutant("warns once per function, not per wrapper",
+           "    if code not in callback.warned:\n            callback.warned.add(code)",
+           "    if code not in globals().setdefault('WARNED', set()):\n            WARNED.add(code)", "two_wrappers"),
+    Mutant("never counts a recompile", '        counters["recompiles"] += 1', "        pass", "recompiles"),
+    Mutant("counts other wrappers' entries as recompiles", "    if mine:\n", "    if entries:\n", "two_wrappers"),
+    Mutant("gives up one entry too late", "if len(mine) >= config.cache_size_limit:",
+           "if len(mine) > config.cache_size_limit:", "cache_limit"),
+    Mutant("counts every wrapper's entries against the limit", "if len(mine) >= config.cache_size_limit:",
+           "if len(entries) >= config.cache_size_limit:", "two_wrappers"),
+    Mutant("gives up without the eager entry",
+           "        entries.append((callback, convert_frame.always, convert_frame.eager_code(code)))\n", "",
+           "reached the callback"),
+    Mutant("skips without the SKIP mark", "        eval_frame.set_skip(code)\n", "", "reached the callback"),
+    Mutant("translates every miss, as the book's demo callback does",
+           "    entries = eval_frame.get_cache_entries(code)\n",
+           "    entries = eval_frame.get_cache_entries(code)\n    return callback.convert(func, args, code, entries)\n",
+           "recompiles"),
+    Mutant("delegates to the reference's ConvertFrame.__call__", "def on_cache_miss(callback, func, args):",
+           "def on_cache_miss(callback, func, args, _reference=convert_frame.ConvertFrame.__call__):\n"
+           "    return _reference(callback, func, args)",
+           "ConvertFrame.__call__", zero=("test_on_cache_miss_examples", "test_on_cache_miss_pipeline")),
+]

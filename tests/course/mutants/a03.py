@@ -1,0 +1,53 @@
+"""a03_opcodes: plausible mistakes in the opcode handlers."""
+from tinydynamo.course.checking import Mutant
+
+ASSIGNMENT = "a03_opcodes"
+SYMBOLIC_CONVERT = '__import__("tinydynamo.dynamo.symbolic_convert", fromlist=["_"])'
+
+MUTANTS = [
+    # part 1
+    Mutant("LOAD_GLOBAL pushes the NULL above the value",
+           "    if inst.arg & 1:\n        self.push(NullVariable())\n    self.push(self.load_global(inst.argval))",
+           "    self.push(self.load_global(inst.argval))\n    if inst.arg & 1:\n        self.push(NullVariable())",
+           "pushed by your LOAD_GLOBAL"),
+    Mutant("LOAD_GLOBAL never pushes a NULL", "    if inst.arg & 1:\n        self.push(NullVariable())\n", "",
+           "LOAD_GLOBAL"),
+    Mutant("LOAD_FAST copied from the book's LOAD_DEREF (chapter 3)", "    self.push(self.load_local(inst.argval))",
+           "    self.push(self.cell(inst.argval).get(self))", "your LOAD_FAST"),
+    Mutant("STORE_FAST leaves the overwritten argument waiting",
+           "    self.unread_args.pop(inst.argval, None)  # the argument is overwritten before it was read\n", "",
+           "reassign_argument"),
+    Mutant("LOAD_CONST pushes the value itself", "self.push(wrap_constant(inst.argval))", "self.push(inst.argval)",
+           "your LOAD_CONST"),
+    # part 2
+    Mutant("BINARY_OP swaps the operands", "right, left = self.pop(), self.pop()", "left, right = self.pop(), self.pop()",
+           "arithmetic"),
+    Mutant("in-place operators computed out of place", '"+=": operator.iadd,', '"+=": operator.add,',
+           "inplace_on_input"),
+    Mutant("BINARY_OP takes the reference's table",
+           "    self.push(self.call_builtin(OPERATORS[symbol], left, right))",
+           f"    self.push(self.call_builtin({SYMBOLIC_CONVERT}.BINARY_OPS[inst.arg], left, right))",
+           "BINARY_OPS", zero=("test_binary_op", "test_binary_op_corpus")),
+    # part 3
+    Mutant("LOAD_METHOD pushes the method below the NULL",
+           "    self.push(NullVariable())\n    self.push(method)", "    self.push(method)\n    self.push(NullVariable())",
+           "pushed by your LOAD_METHOD"),
+    Mutant("CALL keeps the keyword names for the next call", "kw_names, self.kw_names = self.kw_names, ()",
+           "kw_names = self.kw_names", "keywords_then_positional"),
+    Mutant("CALL forgets the self of [callable, self]", "        fn, args = first, [second, *args]",
+           "        fn = first", "your CALL"),
+    Mutant("CALL takes the first arguments as the keywords", "kwargs = dict(zip(kw_names, args[n_positional:]))",
+           "kwargs = dict(zip(kw_names, args))", "keyword"),
+    Mutant("delegates to the reference's CALL", "def CALL(self, inst):",
+           f"def CALL(self, inst, _reference={SYMBOLIC_CONVERT}.InstructionTranslatorBase.CALL):\n"
+           "    return _reference(self, inst)",
+           "InstructionTranslatorBase.CALL", zero=("test_calls", "test_calls_corpus")),
+    # part 4
+    Mutant("RETURN_VALUE ends every trace, inlined calls too",
+           "    if self.parent is None:\n        self.output_instructions", "    if True:\n        self.output_instructions",
+           "early_returns_in_a_helper"),
+    Mutant("RETURN_VALUE does not stop the loop", "    self.done = True\n", "", "ran past the last instruction"),
+    Mutant("RETURN_VALUE hands the compiled frame's value back as if inlined",
+           "    if self.parent is None:\n        self.output_instructions", "    if False:\n        self.output_instructions",
+           "return_a"),
+]
