@@ -17,11 +17,16 @@ MUTANTS = [
            "def _mine(x, normalized_shape, weight, bias, eps):",
            "is the reference's own tinydynamo.prims.decompositions.native_layer_norm",
            zero=("test_layer_norm", "test_layer_norm_extra")),
-    Mutant("native_layer_norm: copies the book's formula, one pass: var = E[x^2] - E[x]^2",
+    Mutant("native_layer_norm: one-pass variance, E[x^2] - E[x]^2 (chapter 7 shows why not)",
            "    var = prims.div(prims.sum(prims.mul(centered, centered), inner), n)\n",
            "    mean_sq = prims.div(prims.sum(prims.mul(xf, xf), inner), n)\n"
            "    var = prims.sub(mean_sq, prims.mul(mean, mean))\n",
            "native_layer_norm"),
+    Mutant("native_layer_norm: copies chapter 7's call of refs.var_mean_two_pass",
+           "    var = prims.div(prims.sum(prims.mul(centered, centered), inner), n)\n",
+           "    from tinydynamo.prims.refs import var_mean_two_pass  # as chapter 7 shows it\n"
+           "    var, _ = var_mean_two_pass(xf, inner, 0, False)\n",
+           "var_mean_two_pass", zero=("test_layer_norm", "test_layer_norm_extra")),
     Mutant("relu: written with a torch function", "    return prims.maximum(x, 0)\n",
            "    return torch.clamp_min(x, 0)\n", "aten.relu.default"),
     Mutant("sigmoid: computes in the input dtype (bfloat16 loses precision)",
