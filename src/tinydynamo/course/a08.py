@@ -94,10 +94,26 @@ def _counted(swap, label, fn):
         raise ForbiddenCallError(f"your {label} is the reference's own {fn.__qualname__}: "
                                  "write it yourself")
 
+    if label == "loop":
+        return _counted_loop(swap, fn)
+
     def piece(*args, **kwargs):
         swap.calls[label] += 1
         with no_delegation(*REFERENCE_PIECES, piece):  # piece: what the reference's names now hold
             return fn(*args, **kwargs)
+
+    return piece
+
+
+def _counted_loop(swap, loop):
+    """The learner's ``loop``, a context manager: it writes the loop when the block is entered,
+    not when it is called, so that is when the reference's pieces must be out of its reach."""
+
+    @contextlib.contextmanager
+    def piece(*args, **kwargs):
+        swap.calls["loop"] += 1
+        with no_delegation(*REFERENCE_PIECES, piece), loop(*args, **kwargs):
+            yield
 
     return piece
 
