@@ -10,7 +10,12 @@ import tinydynamo
 from tinydynamo.course import a05
 from tinydynamo.dynamo import resume_execution
 from tinydynamo.dynamo.bytecode import assemble, copy_instructions, create_instruction, decode
-from tinydynamo.dynamo.resume_execution import ContinueExecutionCache, create_resume, resume_prologue
+from tinydynamo.dynamo.resume_execution import ContinueExecutionCache
+
+from course_solutions import solution_functions
+
+SOLUTION = solution_functions("a05_resume_functions")
+create_resume, resume_prologue = SOLUTION["create_resume"], SOLUTION["resume_prologue"]
 
 
 def test_the_reference_passes_every_check():
@@ -33,7 +38,7 @@ def test_the_swap_is_undone_and_caches_are_cleared():
         assert resume_execution.create_resume is recorder
         tinydynamo.compile(a05.print_first, backend="eager")(torch.ones(2))
         assert ContinueExecutionCache.count() == 1
-    assert resume_execution.create_resume is create_resume and ContinueExecutionCache.count() == 0
+    assert resume_execution.create_resume is a05.create_resume and ContinueExecutionCache.count() == 0
 
 
 def variant(change):
@@ -117,3 +122,18 @@ def test_differences_name_what_differs():
     actual = dataclasses.replace(expected, printed="", grad_mode=False)
     assert a05.differences("f", actual, expected) == [
         "f: printed '', eager prints 'a\\n'", "f: left grad mode False, eager leaves True"]
+
+
+def test_the_reference_is_refused():
+    [failure] = a05.check_functions(resume_execution.create_resume, ["print_first"])
+    assert failure == ("print_first: create_resume is tinydynamo's own create_resume, not yours: "
+                       "write it yourself")
+
+
+def test_a_create_resume_that_delegates_is_refused():
+    def delegates(code, target, stack_size, nulls, argnames):
+        return resume_execution.create_resume(code, target, stack_size, nulls, argnames)
+
+    [failure] = a05.check_functions(delegates, ["print_first"])
+    assert "your create_resume raised ForbiddenCallError (in delegates, line" in failure
+    assert "the reference's own answer" in failure

@@ -1,4 +1,4 @@
-"""Assignment a06's checkers: the reference partitioners pass, each kind of broken one is caught.
+"""Assignment a06's checkers: the solution's partitioners pass, each kind of broken one is caught.
 
 A broken partitioner must lose its points with a message that names the model and what went
 wrong (the parameter whose gradient differs, the op recomputed, the bytes saved), and a
@@ -11,14 +11,20 @@ import networkx as nx
 import pytest
 import torch
 
-from tinydynamo.aot import default_partition, min_cut_rematerialization_partition, saved_bytes
+import tinydynamo.aot
+from course_solutions import solution_functions
+from tinydynamo.aot import saved_bytes
 from tinydynamo.course import a06
 from tinydynamo.testing.models import ZOO
+
+SOLUTION = solution_functions("a06_partitioners")
+default_partition = SOLUTION["default_partition"]
+min_cut_rematerialization_partition = SOLUTION["min_cut_rematerialization_partition"]
 
 aten = torch.ops.aten
 
 
-def test_reference_partitioners_pass_every_check():
+def test_the_solution_passes_every_check():
     assert a06.check_default_partition(default_partition, list(ZOO)) == []
     assert a06.check_min_cut_partition(min_cut_rematerialization_partition, list(ZOO)) == []
     assert a06.check_random_ops(min_cut_rematerialization_partition) == []
@@ -183,10 +189,56 @@ def test_recomputing_a_random_op_is_caught():
 
 def test_may_recompute_policy():
     joint, _ = a06.joint_graph("gpt_block")
-    by_target = {
-        n.target: a06.may_recompute(n) for n in joint.graph.nodes if n.op == "call_function"
-    }
+    calls = [n for n in joint.graph.nodes if n.op == "call_function"]
+    by_target = {n.target: a06.may_recompute(n) for n in calls}
     assert by_target[aten.gelu.default] and by_target[aten.view.default]
-    assert by_target[operator.getitem] and by_target[aten.sum.dim_IntList]
+    assert by_target[operator.getitem]
     assert not by_target[aten.addmm.default] and not by_target[aten.bmm.default]
     assert not by_target[aten._softmax.default] and not by_target[aten.native_layer_norm.default]
+    # A sum is cheap, but one that reads over four times the bytes it returns is saved instead.
+    sums = [n for n in calls if n.target is aten.sum.dim_IntList]
+    assert {a06.may_recompute(n) for n in sums} == {False}
+    assert all(a06.nbytes(n) * 4 < sum(map(a06.nbytes, n.all_input_nodes)) for n in sums)
+
+
+def test_the_solution_passes_the_hand_built_joint_graphs():
+    assert a06.check_default_on_joint_graphs(default_partition) == []
+    assert a06.check_min_cut_on_joint_graphs(min_cut_rematerialization_partition) == []
+
+
+def test_saving_a_constant_is_reported():
+    def saves_constants(joint_gm, num_fwd_outputs):
+        fw, bw = default_partition(joint_gm, num_fwd_outputs)
+        saved = set(a06.saved_names(fw, num_fwd_outputs))
+        saved = [n for n in joint_gm.graph.nodes if n.name in saved or n.op == "get_attr"]
+        return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)
+
+    assert a06.check_default_on_joint_graphs(saves_constants) == [
+        "constant: the default partition saves []; yours saves ['scale'] (missing [], extra ['scale'])"
+    ]
+
+
+def test_an_error_inside_networkx_is_reported_at_the_learners_line():
+    def no_sink(joint_gm, num_fwd_outputs):
+        flow = nx.DiGraph()
+        flow.add_edge("source", "a", capacity=1)
+        nx.minimum_cut(flow, "source", "sink")
+
+    [failure, *_] = a06.check_min_cut_on_joint_graphs(no_sink)
+    assert failure.startswith("constant: your partitioner raised NetworkXError (in no_sink, line ")
+    assert 'nx.minimum_cut(flow, "source", "sink")' in failure
+
+
+def test_the_reference_partitioners_are_refused():
+    [failure] = a06.check_default_partition(tinydynamo.aot.default_partition, ["mlp"])
+    assert failure == ("mlp: default_partition is tinydynamo's own partitioner, not yours: "
+                       "write it yourself")
+
+
+def test_a_partitioner_that_delegates_is_refused():
+    def delegates(joint_gm, num_fwd_outputs):
+        return tinydynamo.aot.min_cut_rematerialization_partition(joint_gm, num_fwd_outputs)
+
+    [failure] = a06.check_min_cut_partition(delegates, ["mlp"])
+    assert failure.startswith("mlp: your partitioner raised ForbiddenCallError (in delegates, line ")
+    assert "min_cut_rematerialization_partition, the reference's own answer" in failure

@@ -8,7 +8,7 @@ import torch
 from tinydynamo.course import a07
 from tinydynamo.course import nbgrader_tools as nbt
 from tinydynamo.prims import decomposition_table
-from tinydynamo.prims import refs
+from tinydynamo.prims import decompositions, refs
 from tinydynamo.prims.primitives import prims
 
 aten = torch.ops.aten
@@ -162,3 +162,8 @@ def test_training_failure_names_the_step_and_the_gradient(solution):
 def test_training_that_uses_no_entry_is_reported(solution):
     failures = a07.check_training({aten.sigmoid.default: solution["sigmoid"]}, "norm_act")
     assert failures == ["norm_act: none of your decompositions was used; it does not exercise them"]
+
+
+def test_a_reference_decomposition_handed_over_is_refused():
+    failures = a07.check_decomposition(aten.relu.default, decompositions.relu)
+    assert failures and all("is the reference's own tinydynamo.prims.decompositions.relu" in f for f in failures)

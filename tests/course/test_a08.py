@@ -2,6 +2,7 @@
 mistakes fail with a message that names the case and what went wrong."""
 import contextlib
 import json
+import types
 
 import pytest
 import torch
@@ -162,12 +163,13 @@ def test_a_pointwise_loop_without_simd_is_refused(solution):
                         "`#pragma omp simd`"]
 
 
-def test_a_max_that_starts_from_zero_fails_on_negative_rows():
+def test_a_max_that_starts_from_zero_fails_on_negative_rows(solution):
     def starts_from_zero(reduction_type, dtype):
         return "0"
 
-    failures = a08.check_part("reductions", reduction_init=starts_from_zero,
-                              reduction_body=cpp.CppKernel._reduction_body)
+    body = solution["reduction_body"]  # it calls reduction_init by its global name: give it ours
+    body = types.FunctionType(body.__code__, {**solution, "reduction_init": starts_from_zero})
+    failures = a08.check_part("reductions", reduction_init=starts_from_zero, reduction_body=body)
     assert len(failures) == 1
     assert failures[0].startswith("amax of negative rows, amin of positive rows, with nan f32[4, 9]: "
                                   "output 0 differs from eager: max abs error")
@@ -213,3 +215,19 @@ def test_show_kernels_prints_the_kernels_or_the_error(pieces, capsys):
     a08.show_kernels(lambda x: x.exp(), torch.randn(3), ops=pieces["ops"], loop=pieces["loop"],
                      pointwise_body=lambda kernel, body: 1 / 0)
     assert "raised ZeroDivisionError: division by zero (in <lambda>" in capsys.readouterr().out
+
+
+def test_the_reference_pieces_are_refused(pieces):
+    failures = a08.check_part("pointwise", loop=cpp.CppKernel._loop, pointwise_body=pieces["pointwise_body"])
+    assert failures and all("your loop is the reference's own CppKernel._loop: write it yourself" in f
+                            for f in failures)
+
+
+def test_a_piece_that_delegates_is_refused(pieces):
+    class Delegates(pieces["ops"]):
+        @staticmethod
+        def exp(x):
+            return cpp.CppOverrides.exp(x)  # during the swap, the learner's own wrapped piece
+
+    [failure] = a08.check_cases([a08.cases("ops")[4]], ops=Delegates)  # exp(-x) + 1 / x
+    assert "ForbiddenCallError" in failure and "the reference's own answer" in failure

@@ -168,3 +168,17 @@ def test_show_kernels_prints_the_kernels_or_the_error(pieces, capsys):
     assert "def triton_red_0(" in out and "the result matches eager" in out
     a09.show_kernels(lambda x: x.sum(1), torch.randn(3, 4), persistent_reduction=lambda k, b: 1 / 0)
     assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_the_reference_pieces_are_refused():
+    failures = a09.check_part("identity", reduction_identity=triton_codegen.reduction_identity)
+    assert failures and all("your reduction_identity is the reference's own reduction_identity" in f
+                            for f in failures)
+
+
+def test_a_piece_that_delegates_is_refused():
+    def delegates(kernel, body):
+        return triton_codegen.codegen_reduction(kernel, body)
+
+    [failure, *_] = a09.check_part("persistent", persistent_reduction=delegates)
+    assert "ForbiddenCallError" in failure and "the reference's own answer" in failure

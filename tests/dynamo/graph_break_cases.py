@@ -26,6 +26,8 @@ import torch.nn.functional as F
 
 from dynamo_cases import T, build
 
+from tinydynamo.testing import graph_breaks
+
 CASES = []
 EVENTS = []  # side effects of the cases that are neither prints nor logging
 
@@ -78,17 +80,10 @@ class Box:
 # --- print and logging ---------------------------------------------------------------------------
 
 
-@case(X)
-def print_in_the_middle(x):
-    y = x.sin() + 1
-    print("between the graphs")
-    return y * 2
+print_in_the_middle = case(X)(graph_breaks.print_in_the_middle)
 
 
-@case(X)
-def print_first(x):
-    print("before anything")
-    return x.cos() - 1
+print_first = case(X)(graph_breaks.print_first)
 
 
 @case(X)
@@ -112,15 +107,7 @@ def print_with_keywords(x):
     return y.mean(1)
 
 
-@case(X)
-def three_prints(x):
-    x = x + 1
-    print(1)
-    x = x * 2
-    print(2)
-    x = x - 3
-    print(3)
-    return x
+three_prints = case(X)(graph_breaks.three_prints)
 
 
 @case(X)
@@ -170,9 +157,7 @@ def str_of_a_tensor(x):
     return x + len(text)
 
 
-def helper_that_prints(t):
-    print("in the helper")
-    return t * 2
+helper_that_prints = graph_breaks.helper_that_prints
 
 
 @case(X)
@@ -273,11 +258,7 @@ def conditional_expression(x):
     return z + 1
 
 
-@case(X, Y)
-def and_of_tensors(x, y):
-    if (x.sum() > 0) and (y.sum() > 0):
-        return x + y
-    return x - y
+and_of_tensors = case(X, Y)(graph_breaks.and_of_tensors)
 
 
 @case(X, Y)
@@ -292,12 +273,7 @@ def branch_on_not(x):
     return x * 2
 
 
-@case(X)
-def early_return(x):
-    y = x.abs()
-    if y.max() > 1:
-        return y / y.max()
-    return y
+early_return = case(X)(graph_breaks.early_return)
 
 
 @case(X)
@@ -339,12 +315,7 @@ def raises_on_a_shape(x):
     return y
 
 
-@case(X)
-def in_place_then_print(x):
-    x.add_(1)
-    print("updated")
-    x.mul_(2)
-    return x
+in_place_then_print = case(X)(graph_breaks.in_place_then_print)
 
 
 @case(X)
@@ -365,26 +336,10 @@ def writes_a_global(x):
 # --- grad mode -------------------------------------------------------------------------------
 
 
-@case(G)
-def print_inside_no_grad(x):
-    y = x * 2
-    with torch.no_grad():
-        z = y * 3
-        print("no grad here")
-        w = z + 1
-    return y + w, w.requires_grad, torch.is_grad_enabled()
+print_inside_no_grad = case(G)(graph_breaks.print_inside_no_grad)
 
 
-@case(G)
-def nested_grad_modes(x):
-    with torch.no_grad():
-        a = x * 2
-        with torch.enable_grad():
-            b = x * 3
-            print("grad again")
-            c = b + 1
-        d = a + c
-    return d, c.requires_grad, d.requires_grad
+nested_grad_modes = case(G)(graph_breaks.nested_grad_modes)
 
 
 @case(G)
@@ -445,13 +400,7 @@ def print_in_a_for_loop(x):
     return x
 
 
-@case(X)
-def item_in_a_while_loop(x):
-    steps = 0
-    while x.abs().max().item() > 0.5:
-        x = x / 2
-        steps += 1
-    return x, steps
+item_in_a_while_loop = case(X)(graph_breaks.item_in_a_while_loop)
 
 
 @case(X)
@@ -608,11 +557,7 @@ def make_closure():
 CASES.append(Case(make_closure(), (X,), {}))
 
 
-@case(X)
-def cell_used_after_the_break(x):
-    parts = [x * k for k in range(3)]
-    print("parts")
-    return parts[2] + x
+cell_used_after_the_break = case(X)(graph_breaks.cell_used_after_the_break)
 
 
 @case(X)
@@ -623,11 +568,7 @@ def live_lambda(x):
     return f(x)
 
 
-@case(X, 1, 2, scale=3.0, shift=1.0)
-def varargs_and_kwargs(x, *rest, scale=2.0, **extra):
-    y = x * scale
-    print("rest", rest, sorted(extra))
-    return y + sum(rest) + extra.get("shift", 0)
+varargs_and_kwargs = case(X, 1, 2, scale=3.0, shift=1.0)(graph_breaks.varargs_and_kwargs)
 
 
 @case(X, Y)
@@ -635,13 +576,7 @@ def stack_values_across_the_break(x, y):
     return torch.cat([x, y * int(print("in the list") is None), x + y])
 
 
-@case(X)
-def returns_containers(x):
-    out = {"a": x + 1}
-    alias = out
-    alias["b"] = x * 2
-    print("containers")
-    return out, [out["a"], alias["b"]], alias is out
+returns_containers = case(X)(graph_breaks.returns_containers)
 
 
 @case(X)
@@ -649,13 +584,7 @@ def method_on_the_stack(x):
     return (x + 1).mul(len(str(print("arg") or "xyz")))
 
 
-@case(G)
-def gradients_through_a_break(x):
-    y = (x * 3).sin()
-    print("middle")
-    loss = (y * x).sum()
-    loss.backward()
-    return loss.detach(), x.grad.clone()
+gradients_through_a_break = case(G)(graph_breaks.gradients_through_a_break)
 
 
 @case(X)

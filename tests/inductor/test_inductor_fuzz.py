@@ -3,7 +3,8 @@ against eager PyTorch. Zero mismatches are tolerated; each bug it finds becomes 
 regression test (test_inductor_regressions.py).
 
 Programs are chains of pointwise ops, reductions (with keepdim), broadcasting, views, permutes,
-slices, concatenation and dtype conversions over a pool of values that starts with the inputs.
+slices, concatenation and dtype conversions over a pool of values that starts with the inputs
+(``tinydynamo.testing.programs``, shared with assignments a08 and a09).
 The default profile runs 40 derandomized examples (CI); for a longer hunt:
 
     TINYDYNAMO_FUZZ_EXAMPLES=1000 .venv/bin/python -m pytest tests/inductor/test_inductor_fuzz.py
@@ -12,107 +13,21 @@ import os
 
 import pytest
 import torch
-import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inductor_helpers import assert_same, torch_graph
 from tinydynamo.inductor import compile_fx_inner
+from tinydynamo.testing.programs import (
+    BF16_TOL, F32_TOL, F64_TOL, FLOATS, REDUCE, REDUCE_ALL, REDUCE_FLOAT, UNARY_NUMBER, Program,
+)
 
 EXAMPLES = int(os.environ.get("TINYDYNAMO_FUZZ_EXAMPLES", "40"))
-FLOATS = (torch.float32, torch.float64, torch.bfloat16)
 DTYPES = (torch.float32, torch.float32, torch.float64, torch.int64, torch.int32, torch.bool, torch.bfloat16)
-F32_TOLERANCE = dict(atol=1e-4, rtol=1e-4)  # float32 math functions may differ in the last bit
-F64_TOLERANCE = dict(atol=1e-9, rtol=1e-9)
-BF16_TOLERANCE = dict(atol=3e-2, rtol=3e-2)  # ... which can flip a bfloat16 rounding
-
-# name -> function(*tensors, **params); every op is valid for the operands drawn for it
-UNARY_FLOAT = {
-    "exp": torch.exp, "tanh": torch.tanh, "sin": torch.sin, "sigmoid": torch.sigmoid,
-    "relu": torch.relu, "gelu": F.gelu, "sqrt_abs": lambda x: torch.sqrt(x.abs()),
-    "log1p_abs": lambda x: torch.log1p(x.abs()), "reciprocal": torch.reciprocal,
-    "floor": torch.floor, "round": torch.round,
-}
-UNARY_NUMBER = {"neg": torch.neg, "abs": torch.abs, "square": lambda x: x * x}
-BINARY = {"add": torch.add, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum,
-          "div": torch.div}
-BINARY_NUMBER = {"sub": torch.sub}
-COMPARE = {"gt": torch.gt, "eq": torch.eq, "le": torch.le}
-REDUCE = {"sum": torch.sum, "amax": torch.amax, "amin": torch.amin}
-REDUCE_FLOAT = {"mean": torch.mean, "var": torch.var, "softmax": torch.softmax,
-                "log_softmax": torch.log_softmax}
-REDUCE_ALL = {"sum_all": torch.sum, "amax_all": torch.amax}
-
-
-class Program:
-    """Steps ``(op, operand indices, params)`` over a pool that starts with the inputs."""
-
-    def __init__(self, inputs):
-        self.inputs = inputs  # (shape, dtype, seed)
-        self.steps = []
-        self.outputs = []
-        self.dtypes_inside = set()  # a float64 output may carry float32 or bfloat16 rounding
-
-    def make_inputs(self):
-        tensors = []
-        for shape, dtype, seed in self.inputs:
-            g = torch.Generator().manual_seed(seed)
-            if dtype == torch.bool:
-                tensors.append(torch.rand(shape, generator=g) > 0.5)
-            elif dtype.is_floating_point:
-                tensors.append(torch.randn(shape, generator=g, dtype=dtype))
-            else:
-                tensors.append(torch.randint(-3, 4, shape, generator=g, dtype=dtype))
-        return tensors
-
-    def __call__(self, *inputs):
-        pool = list(inputs)
-        for op, operands, params in self.steps:
-            pool.append(OPS[op](*[pool[i] for i in operands], **params))
-        return tuple(pool[i] for i in self.outputs)
-
-    def __repr__(self):
-        lines = [f"v{i} = input{tuple(shape)} {dtype}" for i, (shape, dtype, _) in enumerate(self.inputs)]
-        n = len(self.inputs)
-        for k, (op, operands, params) in enumerate(self.steps):
-            args = ", ".join([f"v{i}" for i in operands] + [f"{p}={v!r}" for p, v in params.items()])
-            lines.append(f"v{n + k} = {op}({args})")
-        lines.append(f"return {', '.join(f'v{i}' for i in self.outputs)}")
-        return "\n".join(lines)
-
-
-def _reduce(fn, name):
-    def op(x, dim, keepdim):
-        if name in ("softmax", "log_softmax"):
-            return fn(x, dim)
-        return fn(x, dim, keepdim=keepdim)
-    return op
-
-
-def _views():
-    return {
-        "permute": lambda x, dims: x.permute(dims),
-        "flatten": lambda x, start: x.flatten(start, start + 1),
-        "unflatten": lambda x, dim, sizes: x.unflatten(dim, sizes),
-        "slice": lambda x, dim, start, step: x.narrow(dim, start, x.shape[dim] - start)[
-            (slice(None),) * dim + (slice(None, None, step),)],
-        "expand": lambda x, dim, size: x.unsqueeze(dim).expand(*x.shape[:dim], size, *x.shape[dim:]),
-        "transpose_contiguous": lambda x: x.transpose(0, -1).contiguous(),
-    }
-
-
-OPS = {**UNARY_FLOAT, **UNARY_NUMBER, **BINARY, **BINARY_NUMBER, **COMPARE,
-       **{k: _reduce(f, k) for k, f in {**REDUCE, **REDUCE_FLOAT}.items()},
-       **_views(),
-       "argmax": lambda x, dim: x.argmax(dim),
-       "to": lambda x, dtype: x.to(dtype),
-       "where": torch.where,
-       "cat": lambda a, b, dim: torch.cat([a, b], dim),
-       "scalar_add": lambda x, s: x + s,
-       "scalar_mul": lambda x, s: s * x,
-       "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]),
-       "matmul": torch.matmul,
-       **REDUCE_ALL}
+# The ops this fuzzer draws, by name, from tinydynamo.testing.programs.OPS
+UNARY_FLOAT = ("exp", "tanh", "sin", "sigmoid", "relu", "gelu", "sqrt_abs", "log1p_abs", "reciprocal",
+               "floor", "round")
+BINARY = ("add", "mul", "maximum", "minimum", "div", "gt", "eq", "le")
 
 
 @st.composite
@@ -131,9 +46,7 @@ def programs(draw):
             step = step or draw(_step(metas, len(inputs)))
         if step is None:
             continue
-        op, operands, params = step
-        program.steps.append(step)
-        metas.append(OPS[op](*[metas[i] for i in operands], **params))
+        program.add_step(metas, step)
     program.dtypes_inside = {m.dtype for m in metas}
     produced = list(range(len(inputs), len(metas))) or [0]
     extra = draw(st.sampled_from(produced))
@@ -149,7 +62,7 @@ def _step(draw, metas, n_inputs):
                                  "to", "where", "cat", "scalar", "norm", "matmul", "reduce_all"]))
     is_float = x.dtype in FLOATS
     if kind == "unary":
-        table = UNARY_FLOAT if is_float else UNARY_NUMBER if x.dtype != torch.bool else {}
+        table = UNARY_FLOAT if is_float else UNARY_NUMBER if x.dtype != torch.bool else ()
         if not table:
             return None
         return draw(st.sampled_from(sorted(table))), [i], {}
@@ -162,9 +75,7 @@ def _step(draw, metas, n_inputs):
             c = draw(st.sampled_from([k for k, m in enumerate(metas) if m.dtype == torch.bool
                                       and _broadcasts(shape, m.shape)] or [None]))
             return None if c is None else ("where", [c, i, j], {})
-        table = {**BINARY, **COMPARE}
-        if x.dtype != torch.bool:
-            table.update(BINARY_NUMBER)
+        table = BINARY + (("sub",) if x.dtype != torch.bool else ())
         return draw(st.sampled_from(sorted(table))), [i, j], {}
     if kind == "reduce":
         if x.ndim == 0:
@@ -245,9 +156,9 @@ def check_program(program):
     for k, (a, e) in enumerate(zip(actual, expected)):
         tolerance = {}
         if torch.bfloat16 in program.dtypes_inside:
-            tolerance = BF16_TOLERANCE
+            tolerance = BF16_TOL
         elif e.dtype.is_floating_point:
-            tolerance = F32_TOLERANCE if torch.float32 in program.dtypes_inside else F64_TOLERANCE
+            tolerance = F32_TOL if torch.float32 in program.dtypes_inside else F64_TOL
         assert_same(a, e, msg=f"output {k} of\n{program}", **tolerance)
 
 

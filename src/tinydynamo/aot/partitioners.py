@@ -22,15 +22,18 @@ import torch.fx as fx
 aten = torch.ops.aten
 
 
-def _is_primal(node):
+def is_primal(node):
+    """A joint graph input that the forward receives: a parameter, a buffer or a user input."""
     return node.op == "placeholder" and node.name.startswith("primals")
 
 
-def _is_tangent(node):
+def is_tangent(node):
+    """A joint graph input that the backward receives: the gradient of one forward output."""
     return node.op == "placeholder" and node.name.startswith("tangents")
 
 
-def _outputs(joint_gm, num_fwd_outputs):
+def joint_outputs(joint_gm, num_fwd_outputs):
+    """(forward outputs, gradients): the joint graph's output nodes, split in two lists."""
     outputs = list(joint_gm.graph.output_node().args[0])
     return outputs[:num_fwd_outputs], outputs[num_fwd_outputs:]
 
@@ -79,9 +82,9 @@ def _extract_graph(joint_gm, inputs, outputs):
 
 def split_joint_graph(joint_gm, num_fwd_outputs, saved):
     """Build the forward and backward graphs once the saved values are chosen."""
-    primals = [n for n in joint_gm.graph.nodes if _is_primal(n)]
-    tangents = [n for n in joint_gm.graph.nodes if _is_tangent(n)]
-    fw_outputs, grads = _outputs(joint_gm, num_fwd_outputs)
+    primals = [n for n in joint_gm.graph.nodes if is_primal(n)]
+    tangents = [n for n in joint_gm.graph.nodes if is_tangent(n)]
+    fw_outputs, grads = joint_outputs(joint_gm, num_fwd_outputs)
     order = {node: i for i, node in enumerate(joint_gm.graph.nodes)}
     saved = sorted(saved, key=order.__getitem__)
     forward = _extract_graph(joint_gm, primals, fw_outputs + saved)
@@ -91,8 +94,8 @@ def split_joint_graph(joint_gm, num_fwd_outputs, saved):
 
 def default_partition(joint_gm, num_fwd_outputs):
     """Forward = what the forward outputs need; save every forward value the backward reads."""
-    fw_outputs, grads = _outputs(joint_gm, num_fwd_outputs)
-    forward = _ancestors(fw_outputs) | {n for n in joint_gm.graph.nodes if _is_primal(n)}
+    fw_outputs, grads = joint_outputs(joint_gm, num_fwd_outputs)
+    forward = _ancestors(fw_outputs) | {n for n in joint_gm.graph.nodes if is_primal(n)}
     # Items of a multi-output op are free once the op ran; keep them with it so the
     # backward never needs the (unsaveable) tuple itself.
     forward |= {
@@ -116,28 +119,40 @@ RECOMPUTABLE_OPS = frozenset({
 })
 
 
-def _nbytes(node):
+def nbytes(node):
+    """Size in bytes of the tensor ``node`` computes; 0 for a non-tensor (e.g. a tuple)."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
         return val.numel() * val.element_size()
     return 0
 
 
-def _is_view(node):
+def is_view(node):
+    """True for an aten view op: its result shares memory with its first argument."""
     return isinstance(node.target, torch._ops.OpOverload) and node.target.is_view
 
 
-def _must_save(node):
-    """True if the backward may not recompute ``node``: it is expensive, random or a reduction."""
-    if node.op != "call_function" or node.target is operator.getitem or _is_view(node):
+def may_recompute(node):
+    """May the backward compute ``node`` again instead of receiving it from the forward?
+
+    Yes for constants, views, items of a multi-output op, and cheap ops (tagged pointwise, or
+    in ``RECOMPUTABLE_OPS``), unless the op reads more than four times the bytes it returns:
+    a reduction's small output is cheaper to save than its large input. No for graph inputs,
+    for compute-bound ops (matmuls, convolutions, norms, softmax, ...) and for random ops,
+    which would draw different numbers.
+    """
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function":
         return False
+    if node.target is operator.getitem or is_view(node):
+        return True
     tags = node.target.tags
     if torch.Tag.nondeterministic_seeded in tags:
-        return True  # recomputing a random op would draw different numbers
+        return False
     if torch.Tag.pointwise not in tags and node.target not in RECOMPUTABLE_OPS:
-        return True  # matmuls, convolutions, norms, softmax, ...: compute-bound or complex
-    # A reduction's output is much smaller than its inputs: save it rather than the inputs.
-    return _nbytes(node) * 4 < sum(_nbytes(n) for n in node.all_input_nodes)
+        return False
+    return nbytes(node) * 4 >= sum(nbytes(n) for n in node.all_input_nodes)
 
 
 def _capacity(node):
@@ -146,9 +161,9 @@ def _capacity(node):
     Views are never saved (their base is, and the view is re-made for free), and neither are
     non-tensors such as the tuple a multi-output op returns (its items are).
     """
-    if _is_view(node) or not isinstance(node.meta.get("val"), torch.Tensor):
+    if is_view(node) or not isinstance(node.meta.get("val"), torch.Tensor):
         return math.inf
-    return _nbytes(node)
+    return nbytes(node)
 
 
 def _computations(gm):
@@ -161,9 +176,9 @@ def _flow_graph(joint_gm, num_fwd_outputs):
     The source feeds the primals and every op that must run in the forward; the sink
     drains everything that depends on a tangent (it must run in the backward).
     """
-    fw_outputs, grads = _outputs(joint_gm, num_fwd_outputs)
+    fw_outputs, grads = joint_outputs(joint_gm, num_fwd_outputs)
     required_fw = _ancestors(fw_outputs)
-    tangent_closure = _descendants(n for n in joint_gm.graph.nodes if _is_tangent(n))
+    tangent_closure = _descendants(n for n in joint_gm.graph.nodes if is_tangent(n))
     flow = nx.DiGraph()
     for node in _computations(joint_gm):
         if node in tangent_closure:
@@ -171,7 +186,7 @@ def _flow_graph(joint_gm, num_fwd_outputs):
             continue
         if node in grads:  # a gradient that does not depend on any tangent
             flow.add_edge((node, "out"), "sink", capacity=math.inf)
-        if _is_primal(node) or (node in required_fw and _must_save(node)):
+        if is_primal(node) or (node in required_fw and not may_recompute(node)):
             flow.add_edge("source", (node, "in"), capacity=math.inf)
         flow.add_edge((node, "in"), (node, "out"), capacity=_capacity(node))
         for user in node.users:
@@ -198,9 +213,9 @@ def min_cut_rematerialization_partition(joint_gm, num_fwd_outputs):
 def _storage_base(node):
     """The node whose memory ``node`` lives in: follow view ops back to the viewed tensor."""
     while node.op == "call_function":
-        if _is_view(node):
+        if is_view(node):
             node = node.args[0]
-        elif node.target is operator.getitem and _is_view(node.args[0]):
+        elif node.target is operator.getitem and is_view(node.args[0]):
             node = node.args[0].args[0]
         else:
             break
@@ -215,7 +230,7 @@ def saved_bytes(fw_gm, bw_gm, *, include_primals=True):
     ``include_primals=False`` the graph inputs (parameters, ...) that stay alive anyway
     do not count: what is left is the activation memory.
     """
-    saved_names = {n.name for n in bw_gm.graph.find_nodes(op="placeholder") if not _is_tangent(n)}
+    saved_names = {n.name for n in bw_gm.graph.find_nodes(op="placeholder") if not is_tangent(n)}
     saved = [n for n in fw_gm.graph.nodes if n.name in saved_names]
     bases = {_storage_base(n) for n in saved}
-    return sum(_nbytes(b) for b in bases if include_primals or not _is_primal(b))
+    return sum(nbytes(b) for b in bases if include_primals or not is_primal(b))

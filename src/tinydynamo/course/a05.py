@@ -17,11 +17,14 @@ checkers
   it printed, the inputs afterwards, and the grad mode it leaves.
 
 Each checker returns a list of human-readable failures naming the function; an exception raised
-by the learner's code is reported with its line, never raised. ``report`` turns the list into one
-AssertionError for a notebook test.
+by the learner's code is reported with its line, never raised. While the learner's functions run,
+the reference's ``create_resume`` and ``resume_prologue`` are out of reach
+(``checking.no_delegation``), and a checker handed one of them refuses it. ``report``
+(``checking.report``) turns the lists into one AssertionError for a notebook test.
 """
 import contextlib
 import dataclasses
+import inspect
 import io
 import types
 
@@ -34,25 +37,21 @@ import tinydynamo
 from .. import config
 from ..dynamo import resume_execution
 from ..dynamo.bytecode import decode, is_jump
-from ..dynamo.resume_execution import create_resume, stack_names
+from ..dynamo.resume_execution import create_resume, resume_prologue, stack_names
+from ..testing.graph_breaks import (
+    and_of_tensors, cell_used_after_the_break, early_return, gradients_through_a_break,
+    helper_that_prints, in_place_then_print, item_in_a_while_loop, nested_grad_modes, print_first,
+    print_in_the_middle, print_inside_no_grad, returns_containers, three_prints, varargs_and_kwargs,
+)
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location
 
 # ------------------------------------------------------------------ the corpus
+# The functions imported above are shared with tests/dynamo/graph_break_cases.py; these are a05's.
 
 
 def _randn(*shape, seed=0, requires_grad=False):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).requires_grad_(requires_grad)
-
-
-def print_in_the_middle(x):
-    y = x.sin() + 1
-    print("between the graphs")
-    return y * 2
-
-
-def print_first(x):
-    print("before anything")
-    return x.cos() - 1
 
 
 def item_in_the_middle(x):
@@ -91,21 +90,6 @@ def list_on_the_stack(x, y):
     return torch.cat([x, y * int(print("in the list") is None), x + y])
 
 
-def three_prints(x):
-    x = x + 1
-    print(1)
-    x = x * 2
-    print(2)
-    x = x - 3
-    print(3)
-    return x
-
-
-def helper_that_prints(t):
-    print("in the helper")
-    return t * 2
-
-
 def break_in_a_helper(x):
     y = x + 1
     z = helper_that_prints(y)
@@ -132,13 +116,6 @@ def print_in_a_loop(x):
     return x
 
 
-def in_place_then_print(x):
-    x.add_(1)
-    print("updated")
-    x.mul_(2)
-    return x
-
-
 class Box:
     def __init__(self):
         self.scale = 2.0
@@ -154,26 +131,6 @@ def writes_an_attribute(x, box):
     return x + box.result
 
 
-def print_inside_no_grad(x):
-    y = x * 2
-    with torch.no_grad():
-        z = y * 3
-        print("no grad here")
-        w = z + 1
-    return y + w, w.requires_grad, torch.is_grad_enabled()
-
-
-def nested_grad_modes(x):
-    with torch.no_grad():
-        a = x * 2
-        with torch.enable_grad():
-            b = x * 3
-            print("grad again")
-            c = b + 1
-        d = a + c
-    return d, c.requires_grad, d.requires_grad
-
-
 def raise_inside_no_grad(x):
     with torch.no_grad():
         y = x * 2
@@ -186,66 +143,17 @@ def raise_value_error(n):
 
 
 def make_closure():
-    offset = torch.arange(5.0)
+    offset, scale = torch.arange(5.0), 0.5
 
-    def closure_that_prints(x):
+    def closure_that_prints(x):  # two free variables: offset and scale
         y = x + offset
         print("closure")
-        return y * offset
+        return y * offset * scale
 
     return closure_that_prints
 
 
 closure_that_prints = make_closure()
-
-
-def cell_used_after_the_break(x):
-    parts = [x * k for k in range(3)]
-    print("parts")
-    return parts[2] + x
-
-
-def varargs_and_kwargs(x, *rest, scale=2.0, **extra):
-    y = x * scale
-    print("rest", rest, sorted(extra))
-    return y + sum(rest) + extra.get("shift", 0)
-
-
-def early_return(x):
-    y = x.abs()
-    if y.max() > 1:
-        return y / y.max()
-    return y
-
-
-def and_of_tensors(x, y):
-    if (x.sum() > 0) and (y.sum() > 0):
-        return x + y
-    return x - y
-
-
-def item_in_a_while_loop(x):
-    steps = 0
-    while x.abs().max().item() > 0.5:
-        x = x / 2
-        steps += 1
-    return x, steps
-
-
-def returns_containers(x):
-    out = {"a": x + 1}
-    alias = out
-    alias["b"] = x * 2
-    print("containers")
-    return out, [out["a"], alias["b"]], alias is out
-
-
-def gradients_through_a_break(x):
-    y = (x * 3).sin()
-    print("middle")
-    loss = (y * x).sum()
-    loss.backward()
-    return loss.detach(), x.grad.clone()
 
 
 class PrintingNet(nn.Module):
@@ -355,16 +263,30 @@ class ResumeRecorder:
         request = Request(code, target, stack_size, nulls, argnames)
         self.requests.append(request)
         try:
-            resume = self.create_resume(code, target, stack_size, nulls, argnames)
+            with no_delegation(*REFERENCE):
+                resume = self.create_resume(code, target, stack_size, nulls, argnames)
         except Exception as e:  # noqa: BLE001 -- reported by the checker, with the function's name
             self.failure = (f"your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    while building {request.describe()}")
+                            f"{indented(e)}\n    while building {request.describe()}")
             raise LearnerError(self.failure) from e
         problems = resume_problems(resume, request)
         if problems:
             self.failure = "\n    ".join([f"for {request.describe()}:"] + problems)
             raise LearnerError(self.failure)
         return resume
+
+
+# The learner writes these: while the learner's code runs, they are out of reach (the recorder
+# too, which stands in for tinydynamo's create_resume while the learner's is swapped in).
+REFERENCE = (create_resume, resume_prologue, ResumeRecorder.__call__)
+
+
+def refused(fn, names, what):
+    """A failure per name if ``fn`` is the reference's own function rather than the learner's."""
+    if inspect.unwrap(fn) not in REFERENCE:
+        return []
+    return [f"{name}: {fn.__qualname__} is tinydynamo's own {what}, not yours: write it yourself"
+            for name in names]
 
 
 @contextlib.contextmanager
@@ -557,7 +479,7 @@ def run_case(create_resume, name, calls=2):
             except LearnerError:
                 return [f"{name}: {recorder.failure}"]
             except Exception as e:  # noqa: BLE001 -- a broken resume function is reported
-                return [f"{name}: the compiled function raised {type(e).__name__}: {first_lines(e)}"
+                return [f"{name}: the compiled function raised {type(e).__name__}: {indented(e)}"
                         f" (call {call + 1}; resume functions built: {len(recorder.requests)})"]
             failures = differences(name, actual, expected)
             if failures:
@@ -574,15 +496,18 @@ def run_case(create_resume, name, calls=2):
 
 def check_prologues(resume_prologue, names):
     """The learner's prologue for every resume function that the functions ``names`` need."""
-    failures = []
+    failures = refused(resume_prologue, names, "resume_prologue")
+    if failures:
+        return failures
     for name, request in requests_of(names):
         instructions = decode(request.code)
         try:
-            prologue = list(resume_prologue(request.code, instructions[request.target], request.stack_size,
-                                            request.nulls))
+            with no_delegation(*REFERENCE):
+                prologue = list(resume_prologue(request.code, instructions[request.target],
+                                                request.stack_size, request.nulls))
         except Exception as e:  # noqa: BLE001
             failures.append(f"{name}: your resume_prologue raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    for {request.describe()}")
+                            f"{indented(e)}\n    for {request.describe()}")
             continue
         problems = prologue_problems(prologue, instructions[request.target], request)
         failures += [f"{name}, {request.describe()}: {problem}" for problem in problems]
@@ -591,14 +516,17 @@ def check_prologues(resume_prologue, names):
 
 def check_resume_codes(create_resume, names):
     """The learner's code object for every resume function that the functions ``names`` need."""
-    failures = []
+    failures = refused(create_resume, names, "create_resume")
+    if failures:
+        return failures
     for name, request in requests_of(names):
         try:
-            resume = create_resume(request.code, request.target, request.stack_size, request.nulls,
-                                   request.argnames)
+            with no_delegation(*REFERENCE):
+                resume = create_resume(request.code, request.target, request.stack_size,
+                                       request.nulls, request.argnames)
         except Exception as e:  # noqa: BLE001
             failures.append(f"{name}: your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{first_lines(e)}\n    for {request.describe()}")
+                            f"{indented(e)}\n    for {request.describe()}")
             continue
         failures += [f"{name}, {request.describe()}: {problem}" for problem in resume_problems(resume, request)]
     return failures
@@ -606,7 +534,9 @@ def check_resume_codes(create_resume, names):
 
 def check_functions(create_resume, names):
     """The functions ``names``, compiled with the learner's resume functions, behave as in eager."""
-    failures = []
+    failures = refused(create_resume, names, "create_resume")
+    if failures:
+        return failures
     for name in names:
         failures += run_case(create_resume, name)
     return failures
@@ -615,13 +545,6 @@ def check_functions(create_resume, names):
 # ------------------------------------------------------------------ reporting
 
 
-def first_lines(text, n=4):
-    return "\n    ".join(str(text).strip().splitlines()[:n]) or "(no message)"
-
-
-def report(failures, limit=5):
-    """Raise an AssertionError that shows the first few failures, for notebook tests."""
-    if failures:
-        shown = "\n".join(failures[:limit])
-        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
-        raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
+def indented(text):
+    """Every line of ``text``, the later ones indented under a failure's first line."""
+    return "\n    ".join(str(text).strip().splitlines()) or "(no message)"

@@ -7,77 +7,41 @@ zoo models through ``torch.compile(model, backend=..., dynamic=False)``: PyTorch
 captures, tinydynamo's AOT autograd compiles. They compare every loss, gradient and buffer with
 eager PyTorch, check that the two graphs are laid out as the runtime expects, and measure what
 the forward saves for the backward against the reference partitioners on the same joint graph.
+Small hand-built joint graphs (``tinydynamo.testing.joint_graphs``) cover the rules that no zoo
+model exercises: constants, a gradient that depends on no tangent, a small view of a large
+tensor, a matmul and an input that only the backward uses.
 
-Each checker returns a list of human-readable failures; ``report`` turns them into one
+The helpers a learner uses (``is_primal``, ``nbytes``, ``may_recompute``, ``split_joint_graph``,
+...) are the reference partitioners' own, imported from ``tinydynamo.aot.partitioners``.
+
+While a learner's partitioner runs, tinydynamo's own partitioners are out of reach
+(``checking.no_delegation``), and a checker handed one of them refuses it. Each checker returns
+a list of human-readable failures; ``report`` (``checking.report``) turns them into one
 AssertionError for a notebook test.
 """
 import copy
+import inspect
 import math
-import operator
 
 import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
-from ..aot import aot_autograd, nop, saved_bytes
-from ..aot import default_partition as reference_default_partition
-from ..aot import min_cut_rematerialization_partition as reference_min_cut_partition
-from ..aot.partitioners import RECOMPUTABLE_OPS, split_joint_graph  # noqa: F401 (a helper for learners)
+from ..aot import aot_autograd, nop, partitioners, saved_bytes
+from ..aot.partitioners import (  # noqa: F401 (helpers for learners)
+    is_primal, is_tangent, is_view, joint_outputs, may_recompute, nbytes, split_joint_graph,
+)
+from ..testing.joint_graphs import JOINT_GRAPHS
 from ..testing.models import ZOO, make
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location as _learner_location
 
 # How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
 MIN_CUT_MARGIN = 1.10
 
-
-# ------------------------------------------------------------------ helpers for the learner
-def is_primal(node):
-    """A joint graph input that the forward receives: a parameter, a buffer or a user input."""
-    return node.op == "placeholder" and node.name.startswith("primals")
-
-
-def is_tangent(node):
-    """A joint graph input that the backward receives: the gradient of one forward output."""
-    return node.op == "placeholder" and node.name.startswith("tangents")
-
-
-def joint_outputs(joint_gm, num_fwd_outputs):
-    """(forward outputs, gradients): the joint graph's output nodes, split in two lists."""
-    outputs = list(joint_gm.graph.output_node().args[0])
-    return outputs[:num_fwd_outputs], outputs[num_fwd_outputs:]
-
-
-def nbytes(node):
-    """Size in bytes of the tensor ``node`` computes; 0 for a non-tensor (e.g. a tuple)."""
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        return val.numel() * val.element_size()
-    return 0
-
-
-def is_view(node):
-    """True for an aten view op: its result shares memory with its first argument."""
-    return isinstance(node.target, torch._ops.OpOverload) and node.target.is_view
-
-
-def may_recompute(node):
-    """May the backward compute ``node`` itself rather than receive it from the forward?
-
-    Yes for views, items of multi-output ops, constants, and cheap deterministic ops (those
-    tagged ``torch.Tag.pointwise``, plus a few like ``sum``, ``clone`` or ``expand``). No for
-    graph inputs, compute-bound ops (matmuls, convolutions, norms, softmax, ...) and random
-    ops, which would draw different numbers.
-    """
-    if node.op == "get_attr":
-        return True
-    if node.op != "call_function":
-        return False
-    if node.target is operator.getitem or is_view(node):
-        return True
-    tags = node.target.tags
-    if torch.Tag.nondeterministic_seeded in tags:
-        return False
-    return torch.Tag.pointwise in tags or node.target in RECOMPUTABLE_OPS
+# The learner writes these: while the learner's partitioner runs, they are out of reach.
+REFERENCE_PARTITIONERS = (partitioners.default_partition,
+                          partitioners.min_cut_rematerialization_partition, partitioners._flow_graph)
 
 
 # ------------------------------------------------------------------ the graphs' layout
@@ -167,7 +131,8 @@ class PartitionRecorder:
         self.joint = copy.deepcopy(joint_gm)  # untouched, whatever the learner does to theirs
         self.num_fwd_outputs = num_fwd_outputs
         try:
-            self.result = self.partition_fn(joint_gm, num_fwd_outputs)
+            with no_delegation(*REFERENCE_PARTITIONERS):
+                self.result = self.partition_fn(joint_gm, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - reported by the checker, with the model's name
             self.error = e
             raise
@@ -179,13 +144,13 @@ class PartitionRecorder:
     def describe_failure(self, error):
         """Why compiling or training failed, as the learner should hear it."""
         if self.error is not None:
-            message = _first_lines(self.error) or "(no message)"
+            message = _indented(self.error) or "(no message)"
             return [f"{self.name}: your partitioner raised {type(self.error).__name__}"
                     f"{_learner_location(self.error)}: {message}"]
         if self.problems:
             return self.problems
         return [f"{self.name}: training through aot_autograd with your partition failed: "
-                f"{type(error).__name__}: {_first_lines(error)}"]
+                f"{type(error).__name__}: {_indented(error)}"]
 
 
 def _backend(recorder):
@@ -197,7 +162,7 @@ def _backend(recorder):
 
 def joint_graph(name):
     """(joint_gm, num_fwd_outputs): the joint graph aot_autograd builds for zoo model ``name``."""
-    recorder = PartitionRecorder(reference_default_partition, name)
+    recorder = PartitionRecorder(partitioners.default_partition, name)
     model, inputs = make(name)
     torch.compiler.reset()
     torch.compile(model, backend=_backend(recorder), dynamic=False)(*inputs)
@@ -205,8 +170,9 @@ def joint_graph(name):
     return recorder.joint, recorder.num_fwd_outputs
 
 
-def _first_lines(text, n=4):
-    return "\n    ".join(str(text).strip().splitlines()[:n])
+def _indented(text):
+    """Every line of ``text``, the later ones indented under a failure's first line."""
+    return "\n    ".join(str(text).strip().splitlines())
 
 
 def _compare(name, what, actual, expected, failures):
@@ -216,7 +182,7 @@ def _compare(name, what, actual, expected, failures):
     try:
         torch.testing.assert_close(actual, expected)
     except AssertionError as e:
-        failures.append(f"{name}: {what} differs from eager:\n    {_first_lines(e)}")
+        failures.append(f"{name}: {what} differs from eager:\n    {_indented(e)}")
 
 
 def _train(model, inputs, loss_fn, steps, seed):
@@ -283,7 +249,7 @@ def default_saved_set_problems(recorder):
     """The default partition saves exactly the forward values that the backward reads."""
     n = recorder.num_fwd_outputs
     got = set(saved_names(recorder.result[0], n))
-    wanted = set(saved_names(_reference(reference_default_partition, recorder)[0], n))
+    wanted = set(saved_names(_reference(partitioners.default_partition, recorder)[0], n))
     if got == wanted:
         return []
     return [f"{recorder.name}: the default partition saves {sorted(wanted)}; yours saves "
@@ -313,8 +279,9 @@ def partition_bytes(recorder):
     """Bytes saved by the learner's partition and by both reference ones, on the same graph."""
     return {
         "yours": saved_bytes(*recorder.result),
-        "default": saved_bytes(*_reference(reference_default_partition, recorder)),
-        "reference min-cut": saved_bytes(*_reference(reference_min_cut_partition, recorder)),
+        "default": saved_bytes(*_reference(partitioners.default_partition, recorder)),
+        "reference min-cut": saved_bytes(
+            *_reference(partitioners.min_cut_rematerialization_partition, recorder)),
     }
 
 
@@ -342,11 +309,40 @@ def random_op_problems(recorder):
             "new numbers, not the ones the forward used"]
 
 
+# ------------------------------------------------------------------ hand-built joint graphs
+def run_joint_graph(partition_fn, name):
+    """Partition the hand-built joint graph ``name`` and run both halves on its example inputs.
+
+    Returns the ``PartitionRecorder`` and the failures: every forward output and gradient is
+    compared with what the joint graph computes from the same inputs.
+    """
+    joint_gm, num_fwd_outputs, inputs = JOINT_GRAPHS[name]()
+    recorder = PartitionRecorder(partition_fn, name)
+    try:
+        fw, bw = recorder(joint_gm, num_fwd_outputs)
+    except Exception as e:  # noqa: BLE001 - a learner's bug is reported, never raised
+        return recorder, recorder.describe_failure(e)
+    num_primals = sum(map(is_primal, joint_gm.graph.nodes))
+    primals, tangents = inputs[:num_primals], inputs[num_primals:]
+    expected = joint_gm(*inputs)
+    outputs = fw(*primals)
+    grads = bw(*outputs[num_fwd_outputs:], *tangents)
+    failures = []
+    for i, (a, e) in enumerate(zip(outputs[:num_fwd_outputs], expected[:num_fwd_outputs])):
+        _compare(name, f"forward output {i}", a, e, failures)
+    for i, (a, e) in enumerate(zip(grads, expected[num_fwd_outputs:])):
+        _compare(name, f"gradient {i}", a, e, failures)
+    return recorder, failures
+
+
 # ------------------------------------------------------------------ the checkers
-def _check(partition_fn, names, graph_checks, steps=1, build=None):
+def _check(run, partition_fn, names, graph_checks):
+    if inspect.unwrap(partition_fn) in REFERENCE_PARTITIONERS:
+        return [f"{name}: {partition_fn.__qualname__} is tinydynamo's own partitioner, not yours: "
+                "write it yourself" for name in names]
     failures = []
     for name in names:
-        recorder, run_failures = run_model(partition_fn, name, steps=steps, build=build)
+        recorder, run_failures = run(partition_fn, name)
         failures += run_failures
         if recorder.result is not None and not recorder.problems:
             for check in graph_checks:
@@ -354,14 +350,32 @@ def _check(partition_fn, names, graph_checks, steps=1, build=None):
     return failures
 
 
+def _models(steps=1, build=None):
+    return lambda partition_fn, name: run_model(partition_fn, name, steps=steps, build=build)
+
+
+DEFAULT_CHECKS = [default_saved_set_problems]
+MIN_CUT_CHECKS = [recompute_problems, saved_bytes_problems]
+
+
 def check_default_partition(partition_fn, names, steps=1):
     """Zoo models train as in eager, the graphs are well formed, the default's values are saved."""
-    return _check(partition_fn, names, [default_saved_set_problems], steps)
+    return _check(_models(steps), partition_fn, names, DEFAULT_CHECKS)
 
 
 def check_min_cut_partition(partition_fn, names, steps=1):
     """Zoo models train as in eager; nothing expensive is recomputed; fewer bytes are saved."""
-    return _check(partition_fn, names, [recompute_problems, saved_bytes_problems], steps)
+    return _check(_models(steps), partition_fn, names, MIN_CUT_CHECKS)
+
+
+def check_default_on_joint_graphs(partition_fn, names=tuple(JOINT_GRAPHS)):
+    """The hand-built joint graphs: right values, well-formed graphs, the default's saved set."""
+    return _check(run_joint_graph, partition_fn, names, DEFAULT_CHECKS)
+
+
+def check_min_cut_on_joint_graphs(partition_fn, names=tuple(JOINT_GRAPHS)):
+    """The hand-built joint graphs: right values, nothing expensive recomputed, few bytes saved."""
+    return _check(run_joint_graph, partition_fn, names, MIN_CUT_CHECKS)
 
 
 class DropoutBranch(torch.nn.Module):
@@ -385,13 +399,5 @@ def build_dropout_branch():
 
 def check_random_ops(partition_fn):
     """A model with dropout trains as in eager, and its backward draws no random numbers."""
-    return _check(partition_fn, ["dropout_branch"], [random_op_problems],
-                  build=build_dropout_branch)
-
-
-def report(failures, limit=5):
-    """Raise an AssertionError that shows the first few failures, for notebook tests."""
-    if failures:
-        shown = "\n".join(failures[:limit])
-        more = f"\n... and {len(failures) - limit} more" if len(failures) > limit else ""
-        raise AssertionError(f"{len(failures)} problem(s):\n{shown}{more}")
+    return _check(_models(build=build_dropout_branch), partition_fn, ["dropout_branch"],
+                  [random_op_problems])

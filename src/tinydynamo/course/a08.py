@@ -23,17 +23,14 @@ hypothesis), and training steps of zoo models. Every result is compared with eag
 failure names the case and says what went wrong: the largest error, the learner's exception and
 line, the C++ compiler's first errors, or a pragma that the generated kernel lacks.
 """
-import atexit
 import collections
 import contextlib
-import copy
 import dataclasses
+import inspect
 import math
 import os
 import random
 import re
-import shutil
-import tempfile
 from typing import Callable
 
 import torch
@@ -44,7 +41,11 @@ from .. import config
 from ..backends import lookup_backend
 from ..inductor import codecache
 from ..inductor.codegen import cpp
-from .a07 import as_graph_module, build_model, compare, error_text, report  # noqa: F401 (report: for notebooks)
+from ..testing.programs import BF16_TOL, F32_TOL, F64_TOL, FLOATS, REDUCE, UNARY_NUMBER, VIEWS, Program
+from . import codegen_checks
+from .a07 import as_graph_module, compare, error_text
+from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .execute import running_case
 from .feedback import learner_location
 
 # The pointwise ops whose C++ the learner writes; every other op keeps the reference's.
@@ -53,10 +54,6 @@ LEARNER_OPS = ("neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "reciprocal"
 
 f32, f64, bf16 = torch.float32, torch.float64, torch.bfloat16
 i32, i64, b8 = torch.int32, torch.int64, torch.bool
-F32_TOL = dict(atol=1e-4, rtol=1e-4)  # float32 math functions may differ from eager's in the last bit
-F64_TOL = dict(atol=1e-9, rtol=1e-9)
-BF16_TOL = dict(atol=3e-2, rtol=3e-2)  # ... which can flip a bfloat16 rounding
-TRAINING_TOL = dict(atol=2e-5, rtol=1e-4)
 
 
 # --------------------------------------------------------------------------- the swap
@@ -81,10 +78,42 @@ def _replaced(owner, name, value):
         setattr(owner, name, original)
 
 
+def _reference_pieces():
+    """The reference's own versions of every piece the learner writes."""
+    ops = [cpp.CppOverrides.__dict__[name].__func__ for name in LEARNER_OPS]
+    return (*ops, cpp.CppKernel._loop, cpp.CppKernel._pointwise_body, cpp.reduction_init,
+            cpp.CppKernel._reduction_body)
+
+
+REFERENCE_PIECES = _reference_pieces()
+
+
 def _counted(swap, label, fn):
+    """The learner's piece, counting its calls; the reference's pieces are out of its reach."""
+    if fn in REFERENCE_PIECES or inspect.unwrap(fn) in REFERENCE_PIECES:
+        raise ForbiddenCallError(f"your {label} is the reference's own {fn.__qualname__}: "
+                                 "write it yourself")
+
+    if label == "loop":
+        return _counted_loop(swap, fn)
+
     def piece(*args, **kwargs):
         swap.calls[label] += 1
-        return fn(*args, **kwargs)
+        with no_delegation(*REFERENCE_PIECES, piece):  # piece: what the reference's names now hold
+            return fn(*args, **kwargs)
+
+    return piece
+
+
+def _counted_loop(swap, loop):
+    """The learner's ``loop``, a context manager: it writes the loop when the block is entered,
+    not when it is called, so that is when the reference's pieces must be out of its reach."""
+
+    @contextlib.contextmanager
+    def piece(*args, **kwargs):
+        swap.calls["loop"] += 1
+        with no_delegation(*REFERENCE_PIECES, piece), loop(*args, **kwargs):
+            yield
 
     return piece
 
@@ -119,8 +148,7 @@ def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=Non
     Yields a :class:`Swap`. Kernels compile into a new, empty cache directory.
     """
     swap = Swap()
-    cache_dir = tempfile.mkdtemp(prefix="tinydynamo-a08-")  # kept until exit: errors name its files
-    atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+    cache_dir = codegen_checks.fresh_cache_dir(prefix="tinydynamo-a08-")
     loaded = dict(codecache._loaded)
     codecache._loaded.clear()  # libraries this process loaded before: not the learner's
     try:
@@ -277,6 +305,10 @@ def _ops_cases():
              inputs_of(((4, 6), i64), ((4, 6), i64))),
         Case("integer ops i32[4, 6]: min(a, b) - (a < b)", lambda a, b: torch.minimum(a, b) - (a < b).int(),
              inputs_of(((4, 6), i32), ((4, 6), i32))),
+        Case("int64 values beyond 32 bits i64[3, 5]: max, min and trunc division of a * 3e9",
+             lambda a, b: (torch.maximum(a * 3_000_000_000, b), torch.minimum(a * -3_000_000_000, b),
+                           torch.div(a * 3_000_000_000, b, rounding_mode="trunc")),
+             inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
         Case("integer division i64[3, 5]: trunc and floor",
              lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
@@ -290,6 +322,11 @@ def _ops_cases():
              inputs_of(((3, 8), i32))),
         Case("exp, log, sqrt of nan, ±inf, ±0 f32[2, 8]", lambda x: (x.exp(), x.log(), x.sqrt(), torch.rsqrt(x), -x),
              inputs_of(((2, 8), f32), edit=_with_specials)),
+        Case("a negated negative constant f32[3, 5]: -full_like(x, -2.0) * x",
+             lambda x: -torch.full_like(x, -2.0) * x, inputs_of(((3, 5), f32))),
+        Case("rounding error of bfloat16 and float16 f32[4, 8]: x.bfloat16().float() - x, "
+             "x.half().float() - x", lambda x: (x.bfloat16().float() - x, x.half().float() - x),
+             inputs_of(((4, 8), f32))),
         Case("scalar constants f32[3, 5]: 2.5 - x, x * -1.5, x / -0.25, where(x < 0, -3.0, x)",
              lambda x: (2.5 - x, x * -1.5, x / -0.25, torch.where(x < 0, -3.0, x)), inputs_of(((3, 5), f32))),
     ]
@@ -325,6 +362,12 @@ def _pointwise_cases():
     return basic, extra
 
 
+def _centered_column_reductions(x):
+    """Fused under one outer loop over the slabs: the slab's mean, then per column a sum and a max."""
+    centered = x - x.mean((1, 2), keepdim=True)
+    return centered.sum(1), centered.amax(1)
+
+
 def _reduction_cases():
     basic = [
         Case("softmax rows f32[6, 40]", lambda x: torch.softmax(x, -1), inputs_of(((6, 40), f32)),
@@ -353,6 +396,9 @@ def _reduction_cases():
         Case("max over an all -inf row f32[2, 5]", lambda x: (x.amax(1), torch.softmax(x, 1)),
              lambda: [torch.tensor([[-math.inf] * 5, [1.0, 2.0, -math.inf, 0.0, 3.0]])]),
         Case("a reduction of an empty dim f32[3, 0]", lambda x: x.sum(1) + 1, lambda: [torch.zeros(3, 0)]),
+        Case("reductions with loops of their own: sum and max over dim 1 of each centered slab "
+             "f32[3, 4, 5] (outer loop x0, own loop x1)", _centered_column_reductions,
+             inputs_of(((3, 4, 5), f32))),
     ]
     return basic, extra
 
@@ -389,13 +435,18 @@ def check_cases(case_list, **pieces):
     """Run each case with the learner's pieces swapped in; one failure message per bad case."""
     if "ops" in pieces and missing_ops(pieces["ops"]):
         return [f"your CppOps has no method(s) {', '.join(missing_ops(pieces['ops']))}"]
-    failures = []
-    with swapped_codegen(**pieces) as swap:
-        for case in case_list:
-            problem = run_case(case, swap)
-            if problem:
-                failures.append(f"{case.name}: {problem}{case.details}")
-    return failures
+    try:
+        with swapped_codegen(**pieces) as swap:
+            return [f"{case.name}: {problem}{case.details}" for case in case_list
+                    for problem in [_run_named(case, swap)] if problem]
+    except ForbiddenCallError as error:
+        return [f"{case.name}: {error}" for case in case_list]
+
+
+def _run_named(case, swap):
+    """run_case, with the case's name left behind for the grader if the kernel crashes Python."""
+    with running_case(case.name):
+        return run_case(case, swap)
 
 
 def check_part(part, extra=False, **pieces):
@@ -421,80 +472,24 @@ def show_kernels(fn, *inputs, **pieces):
 # --------------------------------------------------------------------------- random programs
 
 
-def _views():
-    return {
-        "permute": lambda x, dims: x.permute(dims),
-        "flatten": lambda x, start: x.flatten(start, start + 1),
-        "unflatten": lambda x, dim, sizes: x.unflatten(dim, sizes),
-        "slice": lambda x, dim, start, step: x.narrow(dim, start, x.shape[dim] - start)[
-            (slice(None),) * dim + (slice(None, None, step),)],
-        "expand": lambda x, dim, size: x.unsqueeze(dim).expand(*x.shape[:dim], size, *x.shape[dim:]),
-        "transpose_contiguous": lambda x: x.transpose(0, -1).contiguous(),
-    }
-
-
-UNARY_FLOAT = {"exp": torch.exp, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
-               "gelu": F.gelu, "sqrt_abs": lambda x: torch.sqrt(x.abs()),
-               "rsqrt_abs1": lambda x: torch.rsqrt(x.abs() + 1),
-               "log1p_abs": lambda x: torch.log1p(x.abs()), "reciprocal": torch.reciprocal, "floor": torch.floor}
-UNARY_NUMBER = {"neg": torch.neg, "abs": torch.abs, "square": lambda x: x * x}
-BINARY = {"add": torch.add, "mul": torch.mul, "maximum": torch.maximum, "minimum": torch.minimum, "div": torch.div,
-          "gt": torch.gt, "eq": torch.eq, "lt": torch.lt}
-REDUCE = {"sum": torch.sum, "amax": torch.amax, "amin": torch.amin}
-REDUCE_FLOAT = {"mean": torch.mean, "softmax": lambda x, dim, keepdim: torch.softmax(x, dim),
-                "log_softmax": lambda x, dim, keepdim: torch.log_softmax(x, dim)}
-VIEW_OPS = tuple(_views())
-PROGRAM_OPS = {**UNARY_FLOAT, **UNARY_NUMBER, **BINARY, **REDUCE, **REDUCE_FLOAT, **_views(),
-               "sub": torch.sub, "argmax": lambda x, dim: x.argmax(dim), "to": lambda x, dtype: x.to(dtype),
-               "where": torch.where, "cat": lambda a, b, dim: torch.cat([a, b], dim),
-               "scalar_add": lambda x, s: x + s, "scalar_mul": lambda x, s: s * x,
-               "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]), "sum_all": torch.sum}
-FLOATS = (f32, f64, bf16)
+# The ops this generator draws, by name, from tinydynamo.testing.programs.OPS
+UNARY_FLOAT = ("exp", "tanh", "sigmoid", "relu", "gelu", "sqrt_abs", "rsqrt_abs1", "log1p_abs", "reciprocal",
+               "floor")
+BINARY = ("add", "mul", "maximum", "minimum", "div", "gt", "eq", "lt")
+REDUCE_FLOAT = ("mean", "softmax", "log_softmax")
 PROGRAM_DTYPES = (f32, f32, f32, f64, i64, i32, b8, bf16)
-
-
-class Program:
-    """Steps ``(op, operand indices, params)`` over a pool of values that starts with the inputs."""
-
-    def __init__(self, seed, inputs):
-        self.seed = seed
-        self.inputs = inputs  # [(shape, dtype)]
-        self.steps = []
-        self.outputs = []
-        self.dtypes_inside = set()
-
-    def make_inputs(self):
-        return tensors(self.seed, *self.inputs)
-
-    def __call__(self, *inputs):
-        pool = list(inputs)
-        for op, operands, params in self.steps:
-            pool.append(PROGRAM_OPS[op](*[pool[i] for i in operands], **params))
-        return tuple(pool[i] for i in self.outputs)
-
-    def tolerance(self):
-        if bf16 in self.dtypes_inside:
-            return BF16_TOL
-        return F32_TOL if f32 in self.dtypes_inside else F64_TOL
-
-    def __repr__(self):
-        lines = [f"v{i} = input{tuple(shape)} {dtype}" for i, (shape, dtype) in enumerate(self.inputs)]
-        for k, (op, operands, params) in enumerate(self.steps):
-            args = ", ".join([f"v{i}" for i in operands] + [f"{p}={v!r}" for p, v in params.items()])
-            lines.append(f"v{len(self.inputs) + k} = {op}({args})")
-        lines.append(f"return {', '.join(f'v{i}' for i in self.outputs)}")
-        return "\n".join(lines)
 
 
 def random_program(seed, max_steps=6):
     """A small random program, the same for the same seed."""
     rng = random.Random(seed)
     base = [rng.randint(1, 6) for _ in range(rng.randint(1, 3))]
-    inputs = [(tuple(base), rng.choice(PROGRAM_DTYPES))]
-    for _ in range(rng.randint(0, 2)):
-        inputs.append((tuple(s if rng.random() < 0.6 else 1 for s in base), rng.choice(PROGRAM_DTYPES)))
-    program = Program(seed, inputs)
-    metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in inputs]
+    inputs = [(tuple(base), rng.choice(PROGRAM_DTYPES), 1000 * seed)]
+    for k in range(rng.randint(0, 2)):
+        shape = tuple(s if rng.random() < 0.6 else 1 for s in base)
+        inputs.append((shape, rng.choice(PROGRAM_DTYPES), 1000 * seed + k + 1))
+    program = Program(inputs)
+    metas = [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype, _ in inputs]
     computed = []  # values that a kernel computes (the others are views of the inputs)
     for _ in range(rng.randint(2, max_steps)):
         _add_step(program, metas, computed, _random_step(rng, metas, len(inputs)))
@@ -508,10 +503,9 @@ def random_program(seed, max_steps=6):
 def _add_step(program, metas, computed, step):
     if step is None:
         return
+    program.add_step(metas, step)
     op, operands, params = step
-    program.steps.append(step)
-    metas.append(PROGRAM_OPS[op](*[metas[i] for i in operands], **params))
-    aliases = op in VIEW_OPS or (op == "to" and params["dtype"] == metas[operands[0]].dtype)
+    aliases = op in VIEWS or (op == "to" and params["dtype"] == metas[operands[0]].dtype)
     if not aliases or operands[0] in computed:
         computed.append(len(metas) - 1)
 
@@ -639,40 +633,8 @@ def check_programs(seeds, max_steps=6, **pieces):
 # --------------------------------------------------------------------------- training zoo models
 
 
-def _step(forward, model, inputs, loss_fn):
-    """Loss and {parameter name: gradient} of one forward (through ``forward``) and backward."""
-    model.zero_grad(set_to_none=True)
-    loss = loss_fn(forward(*inputs))
-    loss.backward()
-    return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
-
-
-def _step_problems(name, step, compiled_step, eager_step):
-    (loss, grads), (expected_loss, expected_grads) = compiled_step, eager_step
-    problems = [compare(loss, expected_loss, TRAINING_TOL, "the loss", "eager")]
-    problems += [compare(grads[param], expected, TRAINING_TOL, f"the gradient of {param}", "eager")
-                 for param, expected in expected_grads.items()]
-    return [f"{name}, training step {step}: {p}" for p in problems if p]
-
-
 def check_training(name, steps=2, lr=0.05, **pieces):
     """Train zoo model ``name`` with SGD under the inductor backend, with the learner's pieces in
     the code generator; every step's loss and gradients must match eager PyTorch's."""
-    model, inputs, loss_fn = build_model(name)
-    reference = copy.deepcopy(model)
-    gm = as_graph_module(model, len(inputs))
-    with swapped_codegen(**pieces):
-        try:
-            compiled = lookup_backend("inductor")(gm, list(inputs))
-            for step in range(1, steps + 1):
-                problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
-                                          _step(reference, reference, inputs, loss_fn))
-                if problems:
-                    return problems
-                for m in (model, reference):
-                    with torch.no_grad():
-                        for p in m.parameters():
-                            p -= lr * p.grad
-        except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
-            return [f"{name}: compiling or training under the inductor backend {describe_error(error)}"]
-    return []
+    return codegen_checks.check_training(name, lambda: swapped_codegen(**pieces), describe_error,
+                                         steps, lr)

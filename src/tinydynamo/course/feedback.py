@@ -15,10 +15,18 @@ NOT_LEARNER_CODE = (
 )
 
 
+# Code that a library compiles at run time, with a made-up file name: networkx's argmap wrappers
+# ("<class 'networkx.utils.decorators.argmap'> compilation 4"), torch.fx's graph code.
+GENERATED_CODE = ("<class ", "<eval_with_key>")
+
+
+def _is_learner_code(filename):
+    return not filename.startswith(NOT_LEARNER_CODE + GENERATED_CODE)
+
+
 def learner_location(error):
     """`` (in fn, line n: source)`` for the innermost frame of the learner's code, if any."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(NOT_LEARNER_CODE)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_learner_code(f.filename)]
     if not frames:
         return ""
     frame = frames[-1]

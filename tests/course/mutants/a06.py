@@ -1,0 +1,60 @@
+"""Plausible mistakes in a06_partitioners: each must cost points with a message naming the case."""
+from tinydynamo.course.checking import Mutant
+
+ASSIGNMENT = "a06_partitioners"
+
+DEFAULT_TESTS = ("test_default_partition_mlp", "test_default_partition_zoo")
+MIN_CUT_TESTS = ("test_min_cut_gpt_block", "test_min_cut_zoo")
+DEFAULT_DOC = '    """Forward: what the forward outputs need. Save every forward value the backward reads."""\n'
+MIN_CUT_DOC = '    """Save the fewest bytes from which the backward can recompute what else it needs."""\n'
+
+MUTANTS = [
+    Mutant("default: delegates to tinydynamo.aot.default_partition", DEFAULT_DOC,
+           DEFAULT_DOC + "    import tinydynamo.aot\n"
+           "    return tinydynamo.aot.default_partition(joint_gm, num_fwd_outputs)\n",
+           "default_partition, the reference's own answer", zero=DEFAULT_TESTS),
+    Mutant("min-cut: delegates to the reference min-cut", MIN_CUT_DOC,
+           MIN_CUT_DOC + "    from tinydynamo.aot import min_cut_rematerialization_partition as ref\n"
+           "    return ref(joint_gm, num_fwd_outputs)\n",
+           "min_cut_rematerialization_partition, the reference's own answer", zero=MIN_CUT_TESTS),
+    Mutant("min-cut: copies the book, which imports the reference partitioner",
+           "def min_cut_rematerialization_partition(joint_gm, num_fwd_outputs):",
+           "from tinydynamo.aot import min_cut_rematerialization_partition  # as chapter 6 does\n\n\n"
+           "def _my_min_cut(joint_gm, num_fwd_outputs):",
+           "tinydynamo's own partitioner, not yours", zero=MIN_CUT_TESTS),
+    Mutant("default: saves get_attr constants",
+           'n in forward and n.op != "get_attr" and', "n in forward and", "constant"),
+    Mutant("default: does not save a gradient that depends on no tangent",
+           "(n in grads or read_by_backward(n))", "read_by_backward(n)", "gradient_without_tangent"),
+    Mutant("default: leaves getitem items of forward ops to the backward",
+           "    forward |= {n for n in nodes if n.target is operator.getitem and n.args[0] in forward}\n",
+           "", "norm_act"),
+    Mutant("default: saves every forward value, read by the backward or not",
+           "(n in grads or read_by_backward(n))", "True", "mlp"),
+    Mutant("default: ancestors ignores the nodes' inputs past the first level",
+           "            stack.extend(node.all_input_nodes)", "            stack.extend(())", "mlp"),
+    Mutant("min-cut: a view costs its own bytes, not infinity",
+           "if a06.is_view(node) or cost == 0:", "if cost == 0:", "small_view_of_large_tensor"),
+    Mutant("min-cut: a tuple costs nothing to save",
+           "if a06.is_view(node) or cost == 0:", "if a06.is_view(node):", "gpt_block"),
+    Mutant("min-cut: no edge from a gradient that depends on no tangent to the sink",
+           '            flow.add_edge((node, "out"), "sink", capacity=math.inf)\n',
+           "            pass\n", "gradient_without_tangent"),
+    Mutant("min-cut: a source edge for every op that may not be recomputed, needed or not",
+           "(node in needed_by_forward and not a06.may_recompute(node))",
+           "not a06.may_recompute(node)", "backward_only_matmul"),
+    Mutant("min-cut: no source edge for the primals",
+           "a06.is_primal(node) or (node in needed_by_forward", "(node in needed_by_forward",
+           "backward_only_matmul"),
+    Mutant("min-cut: ignores may_recompute (the backward recomputes matmuls)",
+           " or (node in needed_by_forward and not a06.may_recompute(node))", "", "gpt_block"),
+    Mutant("min-cut: the backward is what the tangents depend on, not what depends on them",
+           "            stack.extend(node.users)", "            stack.extend(node.all_input_nodes)",
+           "gpt_block"),
+    Mutant("min-cut: data dependencies get a finite capacity",
+           '                flow.add_edge((node, "out"), (user, "in"), capacity=math.inf)',
+           '                flow.add_edge((node, "out"), (user, "in"), capacity=cost)', "gpt_block"),
+    Mutant("min-cut: reads the saved nodes off the wrong side",
+           'if (n, "in") in source_side and (n, "out") not in source_side]',
+           'if (n, "out") in source_side and (n, "in") not in source_side]', "gpt_block"),
+]

@@ -1,0 +1,51 @@
+"""Plausible mistakes in a09_triton_reductions: each must cost points with a message naming the case."""
+from tinydynamo.course.checking import Mutant
+
+ASSIGNMENT = "a09_triton_reductions"
+
+PERSISTENT_DOC = '    """The code of a reduction whose whole row is one tile; returns its [XBLOCK, 1] result."""\n'
+
+MUTANTS = [
+    Mutant("persistent: delegates to the reference's codegen_reduction", PERSISTENT_DOC,
+           PERSISTENT_DOC + "    from tinydynamo.inductor.codegen import triton\n"
+           "    return triton.codegen_reduction(kernel, body)\n",
+           "the reference's own answer", zero=("test_persistent", "test_persistent_extra")),
+    Mutant("identity: hands over the reference's own function",
+           "def reduction_identity(reduction_type, dtype):",
+           "from tinydynamo.inductor.codegen.triton import reduction_identity\n\n\n"
+           "def _my_identity(reduction_type, dtype):",
+           "is the reference's own reduction_identity", zero=("test_identity", "test_identity_extra")),
+    Mutant("persistent: copies the chapter's kernel, tl.max for floats (skips nans)",
+           '        kernel.use_helper(f"{rtype}_propagate_nan")\n        expr = f"{rtype}_propagate_nan({tile}, 1)"',
+           '        expr = f"tl.{rtype}({tile}, 1)"', "nan"),
+    Mutant("identity: 0 for the max of floats", "return 'float(\"inf\")' if largest else 'float(\"-inf\")'",
+           "return 'float(\"inf\")' if largest else '0'", "max"),
+    Mutant("identity: int32 extremes for every integer dtype", "info = torch.iinfo(dtype)",
+           "info = torch.iinfo(torch.int32)", "int64"),
+    Mutant("identity: bools start max from 1", 'return "1" if largest else "0"', 'return "1"', "b8"),
+    Mutant("reduction_input: no identity past the row's end (the loads' zeros are reduced)",
+           'f"tl.where({kernel.rmask(body)}, {value}, {identity})"', 'f"{value} + 0"', "max"),
+    Mutant("reduce_tile: integer results keep the accumulator's type",
+           '    elif not floating:\n        result = f"{result}.to({triton_type(body.dtype)})"\n', "",
+           "int8 max fused with arithmetic"),
+    Mutant("looped: the accumulator is overwritten, not accumulated, by a sum",
+           'kernel.writeline(f"{acc} = {acc} + {tile}")', 'kernel.writeline(f"{acc} = {tile}")', "looped"),
+    Mutant("looped: max and min helpers swapped",
+           'helper = "maximum" if rtype == "max" else "minimum"', 'helper = "minimum" if rtype == "max" else "maximum"',
+           "looped"),
+    Mutant("arg (looped): updates the index only, never the best value",
+           'kernel.writeline(f"{acc}, {acc}_index = {rtype}_update({acc}, {acc}_index, {tile}, "\n'
+           '                             f"{kernel.rindex_int64()})")',
+           'kernel.writeline(f"{acc}_index = tl.where({tile} == {acc}, {kernel.rindex_int64()}, {acc}_index)")',
+           "looped"),
+    Mutant("arg: tl.argmax instead of the first-max helper (persistent)",
+           'return kernel.new_var(f"{rtype}_first({values}, {indices}, 1)[:, None]", torch.int64, {"x"})',
+           'return kernel.new_var(f"tl.{rtype}({values}, 1)[:, None].to(tl.int64)", torch.int64, {"x"})',
+           "arg"),
+    Mutant("looped: the accumulator starts from 0, not the identity",
+           'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], {reduction_identity(rtype, body.src_dtype)}, {acc_type})")\n    with kernel.reduction_loop(body):\n        tile',
+           'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {acc_type})")\n    with kernel.reduction_loop(body):\n        tile',
+           "looped"),
+    Mutant("reduce_tile: sums along axis 0 (the rows of the program), not along the row",
+           'expr = f"tl.sum({tile}, 1)"', 'expr = f"tl.sum({tile}, 0)"', "sum"),
+]
