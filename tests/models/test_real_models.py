@@ -14,8 +14,8 @@ import torch_geometric  # noqa: F401
 import transformers  # noqa: F401
 
 import tinydynamo
-from real_model_check import (VARIANTS, check_forward, check_train, explain_counts,
-                                                 reset_compilers, run_forward, run_train)
+from real_model_check import (VARIANTS, check_forward, check_train, explain_counts, no_further_from_float64,
+                               reset_compilers, run_forward, run_train)
 from tinydynamo.testing.real_models import REAL_MODELS
 
 
@@ -54,3 +54,11 @@ def test_matches_eager(name, variant):
     check_train(REAL_MODELS[name], model, args, kwargs, variant, expected_train)
     ours, theirs = graph_break_counts(name)
     assert ours <= theirs, f"tinydynamo breaks {name}'s graph {ours} times, torch._dynamo {theirs} times"
+
+
+def test_a_difference_from_eager_passes_only_when_it_is_rounding():
+    """A compiled gradient as close to float64 as eager's passes; a larger error or a nan does not."""
+    reference, eager = {"w": torch.tensor([0.0, 10.0], dtype=torch.float64)}, {"w": torch.tensor([2e-3, 10.0])}
+    assert no_further_from_float64(eager, {"w": torch.tensor([0.0, 10.0])}, reference)
+    assert not no_further_from_float64(eager, {"w": torch.tensor([1e-2, 10.0])}, reference)
+    assert not no_further_from_float64(eager, {"w": torch.tensor([float("nan"), 10.0])}, reference)
