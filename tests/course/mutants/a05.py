@@ -3,7 +3,8 @@ from tinydynamo.course.checking import Mutant
 
 ASSIGNMENT = "a05_resume_functions"
 
-PROLOGUE_DOC = '    """MAKE_CELL.../COPY_FREE_VARS/RESUME, push the value stack, jump to `target`."""\n'
+PROLOGUE_DOC = ('    """The instructions that bring a fresh frame of the resume function to where the original\'s\n'
+                '    frame was at ``target`` (an Instruction), and carry on there."""\n')
 CREATE_DOC = '    """The rest of `code` from instruction number `target`, as a new code object."""\n'
 PROLOGUE_TESTS = ("test_prologue_example", "test_prologue_corpus")
 CREATE_TESTS = ("test_create_resume_basic", "test_create_resume_corpus")
