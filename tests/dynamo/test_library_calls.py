@@ -338,3 +338,16 @@ def test_classes_and_typing_forms_are_dict_keys_guarded_by_identity(monkeypatch)
     compiled(x)
     monkeypatch.setitem(EXPECTED, "kind", typing.ClassVar)  # another _SpecialForm: the key's guard sees it
     assert_same(compiled(x), validates_by_type(x))
+
+
+def multiplies_by_a_csr_matrix(values, crow, col):
+    matrix = torch.sparse_csr_tensor(crow, col, values, size=(2, 2))  # torch_geometric's GraphUNet
+    return (matrix @ torch.ones(2, 1)).sum() * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_an_op_returning_a_sparse_tensor_is_a_graph_break(backend):
+    args = torch.tensor([1.0, 2.0]), torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    assert_same(dynamo.compile(multiplies_by_a_csr_matrix, backend=backend)(*args), multiplies_by_a_csr_matrix(*args))
+    reasons = tinydynamo.explain(multiplies_by_a_csr_matrix)(*args).break_reasons
+    assert "layout torch.sparse_csr" in reasons[0].reason

@@ -214,6 +214,8 @@ def result_device(kind, target, args, kwargs):
 
 def wrap_result(tx, proxy, example, device, inputs):
     if isinstance(example, torch.Tensor):
+        if example.layout != torch.strided:  # torch_geometric's to_torch_csr_tensor
+            unsupported(f"an op returning a tensor with layout {example.layout} (sparse tensors are not compiled)")
         for var in inputs:  # an in-place op (or x.contiguous(), x.to(x.dtype)) returns its input
             if var.example_value is example and var.device == device:
                 return var
