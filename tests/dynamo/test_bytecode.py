@@ -224,3 +224,10 @@ print(count)
     result = subprocess.run([PY312, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) > 3000
+
+
+def test_assemble_refuses_the_fields_it_computes():
+    """A learner's create_resume passing co_nlocals got "multiple values for keyword argument"."""
+    code = (lambda x: x + 1).__code__
+    with pytest.raises(TypeError, match="assemble computes co_nlocals, co_stacksize"):
+        assemble(decode(code), code, co_nlocals=3, co_stacksize=9)

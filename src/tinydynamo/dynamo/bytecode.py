@@ -161,12 +161,19 @@ def parse_exception_table(table):
 # assemble
 
 
+COMPUTED_FIELDS = ("co_code", "co_nlocals", "co_exceptiontable", "co_linetable", "co_stacksize")
+
+
 def assemble(instructions, code, **changes):
     """A code object running ``instructions``, with the other fields taken from ``code``.
 
     ``changes`` are ``code.replace`` keywords (``co_argcount=2``, ``co_varnames=(...)``, ...).
-    New constants and names are appended to the tables inherited from ``code``.
+    New constants and names are appended to the tables inherited from ``code``. The fields that
+    follow from the instructions (``COMPUTED_FIELDS``) are computed, never taken from ``changes``.
     """
+    given = sorted(set(changes) & set(COMPUTED_FIELDS))
+    if given:
+        raise TypeError(f"assemble computes {', '.join(given)} from the instructions: do not pass them")
     tables = _Tables(code, changes)
     for inst in instructions:
         tables.fill_arg(inst)
