@@ -46,6 +46,10 @@ MUTANTS = [
            'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], {reduction_identity(rtype, body.src_dtype)}, {acc_type})")\n    with kernel.reduction_loop(body):\n        tile',
            'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {acc_type})")\n    with kernel.reduction_loop(body):\n        tile',
            "looped"),
+    Mutant("looped: tl.maximum/tl.minimum fold the chunks (a nan of an early chunk is lost)",
+           'kernel.use_helper(helper)\n            kernel.writeline(f"{acc} = {helper}({acc}, {tile})")',
+           'kernel.writeline(f"{acc} = tl.{helper}({tile}, {acc})")',
+           "nan"),
     Mutant("reduce_tile: sums along axis 0 (the rows of the program), not along the row",
            'expr = f"tl.sum({tile}, 1)"', 'expr = f"tl.sum({tile}, 0)"', "sum"),
 ]
