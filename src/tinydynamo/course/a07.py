@@ -548,21 +548,34 @@ def _step(forward, model, inputs, loss_fn):
     return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
 
 
-def _sgd(model, lr):
+def _sgd(models, lr):
     with torch.no_grad():
-        for p in model.parameters():
-            p -= lr * p.grad
+        for model in models:
+            for p in model.parameters():
+                p -= lr * p.grad
 
 
-def _step_problems(name, step, compiled_step, eager_step):
+def _step_problems(name, step, compiled_step, eager_step, tolerance):
     (loss, grads), (expected_loss, expected_grads) = compiled_step, eager_step
-    problem = compare(loss, expected_loss, TRAINING_TOL, "the loss", "eager")
-    problems = [problem] if problem else []
-    for param, expected in expected_grads.items():
-        problem = compare(grads[param], expected, TRAINING_TOL, f"the gradient of {param}", "eager")
-        if problem:
-            problems.append(problem)
-    return [f"{name}, training step {step}: {p}" for p in problems]
+    problems = [compare(loss, expected_loss, tolerance, "the loss", "eager")]
+    problems += [compare(grads[param], expected, tolerance, f"the gradient of {param}", "eager")
+                 for param, expected in expected_grads.items()]
+    return [f"{name}, training step {step}: {p}" for p in problems if p]
+
+
+def training_problems(name, backend, steps, lr, tolerance=TRAINING_TOL):
+    """Train ``name`` with SGD through ``backend`` beside an eager copy: the problems of the first
+    step whose loss or gradients differ from eager's, or [] (shared with a08 and a09)."""
+    model, inputs, loss_fn = build_model(name)
+    reference = copy.deepcopy(model)
+    compiled = lookup_backend(backend)(as_graph_module(model, len(inputs)), list(inputs))
+    for step in range(1, steps + 1):
+        problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
+                                  _step(reference, reference, inputs, loss_fn), tolerance)
+        if problems:
+            return problems
+        _sgd((model, reference), lr)
+    return []
 
 
 def check_training(entries, name, steps=3, lr=0.05):
@@ -570,22 +583,14 @@ def check_training(entries, name, steps=3, lr=0.05):
     decomposition table; every step's loss and gradients must match eager PyTorch's."""
     if _not_functions(entries):
         return _not_functions(entries)
-    model, inputs, loss_fn = build_model(name)
-    reference = copy.deepcopy(model)
-    gm = as_graph_module(model, len(inputs))
     try:
         with swapped_decompositions(entries) as swap:
-            compiled = lookup_backend("decomp_eager")(gm, list(inputs))
-            for step in range(1, steps + 1):
-                problems = _step_problems(name, step, _step(compiled, model, inputs, loss_fn),
-                                          _step(reference, reference, inputs, loss_fn))
-                if problems:
-                    return problems
-                _sgd(model, lr)
-                _sgd(reference, lr)
+            problems = training_problems(name, "decomp_eager", steps, lr)
     except Exception as error:  # noqa: BLE001 - any learner error is reported, not raised
         cause = swap.errors[0] if swap.errors else error_text(error)
         return [f"{name}: compiling or training under decomp_eager raised {cause}"]
+    if problems:
+        return problems
     if not swap.calls:
         return [f"{name}: none of your decompositions was used; it does not exercise them"]
     return []
