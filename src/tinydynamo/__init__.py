@@ -16,7 +16,7 @@ from .utils import stats
 
 # The dynamo API is imported on first use: importing dynamo imports torch, and the frame hook's
 # own tests import tinydynamo._C on Pythons that have no torch.
-_DYNAMO_API = ("OptimizedModule", "Unsupported", "compile", "explain")
+_DYNAMO_API = ("OptimizedModule", "Unsupported", "compile", "explain", "mark_dynamic", "mark_static")
 
 
 def reset():

@@ -10,6 +10,7 @@ ARTIFACTS = (
     "bytecode",
     "graph",
     "guards",
+    "dynamic",
     "recompiles",
     "graph_breaks",
     "aot",

@@ -4,6 +4,7 @@ A backend has ``torch.compile``'s signature, ``backend(gm, example_inputs) -> ca
 it receives the FX graph that dynamo captured plus example inputs, and returns a callable
 that takes the same flat positional inputs and returns what ``gm`` returns.
 """
+import functools
 import warnings
 
 import torch
@@ -12,6 +13,7 @@ from .aot import aot_autograd, min_cut_rematerialization_partition, nop
 from .inductor import compile_fx_inner
 from .prims import decomp_eager as run_prims_eagerly
 from .prims import decompose
+from .utils import compile_lock, counters
 
 _BACKENDS = {}
 
@@ -43,6 +45,10 @@ def eager(gm: torch.fx.GraphModule, example_inputs):
     return gm.forward
 
 
+# Backends whose compiled graph works for every size of a graph traced with symbolic sizes.
+DYNAMIC_SHAPE_BACKENDS = {eager}
+
+
 @register_backend(name="aot_eager")
 def aot_eager(gm: torch.fx.GraphModule, example_inputs):
     """AOT autograd: joint graph, functionalization, partition; aten ops run eagerly (chapter 6)."""
@@ -71,6 +77,44 @@ def inductor(gm: torch.fx.GraphModule, example_inputs):
         bw_compiler=inductor_compiler,
         partition_fn=min_cut_rematerialization_partition,
     )
+
+
+def compiler_for_symbolic_graph(backend):
+    """The compiler for a graph traced with symbolic sizes: ``backend`` itself if it compiles such
+    graphs (``DYNAMIC_SHAPE_BACKENDS``), else one that specialises the graph to each distinct set
+    of input shapes it is called with (``ShapeSpecializedGraph``)."""
+    if backend in DYNAMIC_SHAPE_BACKENDS:
+        return backend
+    return functools.partial(ShapeSpecializedGraph, backend)
+
+
+class ShapeSpecializedGraph:
+    """A graph with symbolic sizes, run by a backend that compiles static shapes: each call's
+    input shapes and strides pick a variant, compiled by ``backend`` with that call's inputs as
+    example inputs the first time they are seen. Dynamo's guards still admit every size with one
+    frame compile; only the backend compiles again. ``stats()["size_specializations"]`` counts
+    the variants."""
+
+    def __init__(self, backend, gm, example_inputs):
+        self.backend = backend
+        self.gm = gm
+        self.variants = {self.key(example_inputs): self.compile(example_inputs)}
+
+    @staticmethod
+    def key(args):
+        return tuple((tuple(a.shape), a.stride()) if isinstance(a, torch.Tensor) else a for a in args)
+
+    def compile(self, args):
+        counters["size_specializations"] += 1
+        return self.backend(self.gm, list(args))
+
+    def __call__(self, *args):
+        key = self.key(args)
+        if key not in self.variants:
+            with compile_lock:  # threads calling with a new shape at once compile it once
+                if key not in self.variants:
+                    self.variants[key] = self.compile(args)
+        return self.variants[key](*args)
 
 
 def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):

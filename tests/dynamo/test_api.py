@@ -50,7 +50,6 @@ def test_backend_names_are_resolved_at_the_first_call():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"dynamic": True}, "dynamic"),
     ({"mode": "reduce-overhead"}, "reduce-overhead"),
     ({"options": {"trace.enabled": True}}, "options"),
 ])

@@ -221,7 +221,7 @@ def test_a_resume_function_takes_the_stack_and_the_live_locals(capsys):
 
 
 def test_resume_functions_are_cached_per_code_and_instruction(capsys):
-    compiled = dynamo.compile(print_between, backend="eager")
+    compiled = dynamo.compile(print_between, backend="eager", dynamic=False)
     for n in (2, 3, 4, 2, 3):
         compiled(torch.ones(n), torch.ones(n))  # three shapes: three entries for each code
     assert ContinueExecutionCache.count() == 1

@@ -21,11 +21,13 @@ from tinydynamo.dynamo import eval_frame
 
 
 class Checker:
-    """Calls ``fn`` compiled and eagerly, compares, and says whether it (re)compiled."""
+    """Calls ``fn`` compiled and eagerly, compares, and says whether it (re)compiled. Sizes are
+    specialised (``dynamic=False``): these tests are about static guards; automatic dynamic
+    has its own tests (test_dynamic_shapes.py)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, dynamic=False):
         self.fn = fn
-        self.compiled = dynamo.compile(fn, backend="eager")
+        self.compiled = dynamo.compile(fn, backend="eager", dynamic=dynamic)
 
     def __call__(self, *args):
         before = tinydynamo.stats()["frames_compiled"]

@@ -10,6 +10,7 @@ Reading order, following one call of a compiled function:
     symbolic_convert.py  InstructionTranslator: one handler per opcode, over VariableTrackers
     variables/           the trackers (TensorVariable, ConstantVariable, NNModuleVariable...)
     source.py, guards.py where inputs come from, and when the result may be reused
+    automatic_dynamic.py which sizes are traced as symbols (../symbolic_shapes.py: the ShapeEnv)
     output_graph.py      the FX graph, its inputs, calling the backend
     codegen.py           the transformed bytecode
     resume_execution.py  graph breaks: resume functions, the rest of a frame after a break
@@ -17,7 +18,8 @@ Reading order, following one call of a compiled function:
 """
 from .convert_frame import reset
 from .api import OptimizedModule, compile
+from .automatic_dynamic import mark_dynamic, mark_static
 from .exc import Unsupported
 from .explain import explain
 
-__all__ = ["OptimizedModule", "Unsupported", "compile", "explain", "reset"]
+__all__ = ["OptimizedModule", "Unsupported", "compile", "explain", "mark_dynamic", "mark_static", "reset"]

@@ -29,8 +29,6 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
     if model is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                  mode=mode, options=options)
-    if dynamic:
-        raise NotImplementedError("tinydynamo specialises every shape: dynamic=True is not supported")
     if mode not in (None, "default", "max-autotune"):
         raise NotImplementedError(f"tinydynamo has no compile mode {mode!r} (it has 'default' and 'max-autotune')")
     if options:
@@ -42,7 +40,7 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
     callback = _callbacks.get(key)
     if callback is None:
         compiler = with_max_autotune(backend) if mode == "max-autotune" else backend
-        callback = _callbacks[key] = ConvertFrame(compiler, fullgraph)
+        callback = _callbacks[key] = ConvertFrame(compiler, fullgraph, dynamic=dynamic)
     callback.root_codes.update(root_codes(model))
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, with_callback(model, callback))

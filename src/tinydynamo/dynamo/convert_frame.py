@@ -35,7 +35,7 @@ from .. import config
 from ..backends import lookup_backend
 from .._logging import trace_artifact
 from ..utils import compile_lock, counters
-from . import eval_frame, trace_rules
+from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
 from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
@@ -82,7 +82,7 @@ def dis_text(code):
     return out.getvalue()
 
 
-def translate(func, args, backend, one_graph=False):
+def translate(func, args, backend, one_graph=False, dynamic=None):
     """Trace ``func`` called with the frame's ``args``; return a CompiledFrame.
 
     If the trace meets an instruction it cannot capture, it starts again from the top and this
@@ -92,9 +92,9 @@ def translate(func, args, backend, one_graph=False):
     code = func.__code__
     trace_artifact("bytecode", lambda: f"original bytecode of {describe(code)}\n{dis_text(code)}")
     try:
-        output, tracer = trace(func, args, backend, one_graph)
+        output, tracer = trace(func, args, backend, one_graph, dynamic)
     except RestartAnalysis as restart:
-        output, tracer = trace(func, args, backend, one_graph, break_at=restart)
+        output, tracer = trace(func, args, backend, one_graph, dynamic, break_at=restart)
     instructions = tracer.output_instructions
     new_code = assemble(instructions, code, co_varnames=local_names(code, instructions), co_cellvars=(),
                         **positional_signature(code, len(args)))
@@ -104,10 +104,10 @@ def translate(func, args, backend, one_graph=False):
     return CompiledFrame(new_code, guard, tracer.graph_break)
 
 
-def trace(func, args, backend, one_graph, break_at=None):
+def trace(func, args, backend, one_graph, dynamic, break_at=None):
     """One attempt at tracing the frame: its OutputGraph and InstructionTranslator."""
     code = func.__code__
-    output = OutputGraph(code, func.__globals__, backend)
+    output = OutputGraph(code, func.__globals__, backend, dynamic)
     tracer = InstructionTranslator(func, args, output, one_graph, break_at)
     grad_mode = torch.is_grad_enabled()
     try:
@@ -147,9 +147,10 @@ def local_names(code, instructions):
 class ConvertFrame:
     """The callback given to ``set_eval_frame``; also the owner of the cache entries it makes."""
 
-    def __init__(self, backend, fullgraph=False, root_codes=()):
+    def __init__(self, backend, fullgraph=False, root_codes=(), dynamic=None):
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
+        self.dynamic = dynamic  # None (automatic dynamic), True or False: see automatic_dynamic
         self.root_codes = weakref.WeakSet(root_codes)  # the compiled functions' own code: always traced
         self.compiled = []  # CompiledFrame of every successful translation
         self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
@@ -202,7 +203,7 @@ class ConvertFrame:
         if not self.is_root(code) and not any(has_tensor(arg, set()) for arg in args):
             return None  # nothing to compile, as Dynamo's has_tensor_in_frame decides
         try:
-            frame = translate(func, args, self.resolve_backend(), one_graph=self.fullgraph)
+            frame = translate(func, args, self.resolve_backend(), one_graph=self.fullgraph, dynamic=self.dynamic)
         except Unsupported as e:
             if self.fullgraph:
                 raise
@@ -317,4 +318,5 @@ def reset():
         installed_globals.clear()
         decoded.cache_clear()
         ContinueExecutionCache.clear()
+        automatic_dynamic.reset()
         counters.clear()

@@ -31,8 +31,10 @@ import builtins
 import dataclasses
 import weakref
 
+import sympy
 import torch
 
+from ..symbolic_shapes import to_python
 from ..utils import counters
 from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
 
@@ -58,6 +60,7 @@ GUARD_KINDS = (
     "LENGTH_CHECK",  # a container of this length
     "DICT_KEYS",  # a dict with these keys, in this order
     "TENSOR_MATCH",  # a tensor with this type, dtype, device, shape, stride, requires_grad
+    "SHAPE_ENV",  # the relations between sizes that a trace with symbolic sizes relied on
     "DUPLICATE_INPUT",  # two sources hold the same tensor (or list, or dict), as when traced
     "NO_ALIASING",  # distinct objects: tensors the graph mutates, lists compared with `is`
 )
@@ -189,10 +192,30 @@ class GuardBuilder:
             f"type({x}) is {self.const(t['type'])}",
             f"{x}.dtype is {self.const(t['dtype'])}",
             f"{x}.device == {self.const(t['device'])}",
-            f"{x}.shape == {self.const(t['shape'])}",
-            f"{x}.stride() == {self.const(t['stride'])}",
+            *self.layout_checks(x, t),
             f"{x}.requires_grad is {t['requires_grad']}",
         ])
+
+    def layout_checks(self, x, t):
+        """Shape and strides: constants, or, for a tensor with symbolic sizes, expressions in the
+        symbols' values (a stride of ``None``, a size-1 dimension's, is not checked)."""
+        if "shape_env" not in t:
+            return [f"{x}.shape == {self.const(t['shape'])}", f"{x}.stride() == {self.const(t['stride'])}"]
+        shape = ", ".join(self.size_expression(t["shape_env"], size) for size in t["shape"])
+        checks = [f"{x}.shape == ({shape},)"]
+        checks += [f"{x}.stride()[{d}] == {self.size_expression(t['shape_env'], stride)}"
+                   for d, stride in enumerate(t["stride"]) if stride is not None]
+        return checks
+
+    def size_expression(self, shape_env, expr):
+        """A size expression as Python over the guard's locals (``L_x_size_0 * 64``)."""
+        return to_python(sympy.sympify(expr), lambda symbol: self.local(shape_env.var_to_sources[symbol][0]))
+
+    def SHAPE_ENV(self, guard):
+        shape_env = guard.value
+        checks = [f"{self.size_expression(shape_env, symbol)} >= 2" for symbol in shape_env.var_to_val]
+        checks += [self.size_expression(shape_env, g.expr) for g in shape_env.guards]
+        return " and ".join(checks) or "True"
 
     def DUPLICATE_INPUT(self, guard):
         (other,) = guard.value

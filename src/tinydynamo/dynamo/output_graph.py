@@ -20,22 +20,28 @@ import operator
 import re
 import sys
 
+import sympy
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 
 from .._logging import trace_artifact
+from ..backends import compiler_for_symbolic_graph
+from ..symbolic_shapes import ShapeEnv
 from ..utils import counters
 from . import eval_frame
+from .automatic_dynamic import dynamic_dims
 from .codegen import PyCodegen
 from .exc import BackendCompilerFailed
 from .guards import Guard, autocast_state
 from .side_effects import SideEffects
-from .source import GlobalSource
+from .source import AttrSource, GlobalSource, SizeSource
 from .variables import (
     ConstDictVariable,
     DataClassVariable,
     GetAttrVariable,
     NewObjectVariable,
+    NNModuleVariable,
     TensorVariable,
     UserMethodVariable,
 )
@@ -49,8 +55,10 @@ installed_globals = []
 
 
 class OutputGraph:
-    def __init__(self, code, f_globals, compiler_fn):
+    def __init__(self, code, f_globals, compiler_fn, dynamic=None):
         self.code = code
+        self.dynamic = dynamic  # the compile's policy for sizes: None (automatic), True or False
+        self.shape_env = ShapeEnv(where=self.user_location)
         self.root_globals = f_globals
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
@@ -82,24 +90,49 @@ class OutputGraph:
 
     def add_input(self, source, value):
         """A placeholder for the tensor at ``source`` (or the existing one if already an input)."""
-        self.add_guard(Guard(source, "TENSOR_MATCH", tensor_properties(value)))
         if id(value) in self.input_by_id:  # the same tensor reached twice (tied weights)
             first = self.input_by_id[id(value)]
+            self.add_guard(Guard(source, "TENSOR_MATCH", tensor_properties(value)))
             self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))
             return first
+        example, properties = self.example_input(source, value)
+        self.add_guard(Guard(source, "TENSOR_MATCH", properties))
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         insert_point = self.graph.inserting_after(placeholders[-1]) if placeholders else \
             self.graph.inserting_before(next(iter(self.graph.nodes), None))
         with insert_point:
             proxy = self.tracer.create_proxy("placeholder", source.placeholder_name(), (), {})
-        example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-        example.requires_grad_(value.requires_grad)
         proxy.node.meta["example_value"] = example
         proxy.node.meta["source"] = source.name()
         var = TensorVariable(proxy, example, value.device, source=source, python_cls=type(value))
         self.graph_inputs.append((source, value, var))
         self.input_by_id[id(value)] = var
         return var
+
+    def example_input(self, source, value):
+        """The meta tensor that stands for the input ``value`` while tracing, and what its
+        TENSOR_MATCH guard checks. Dimensions the policy makes dynamic get size symbols."""
+        is_module_state = isinstance(source, AttrSource) and \
+            isinstance(self.variable_cache.get(source.base), NNModuleVariable)
+        dims = dynamic_dims(self.dynamic, self.code, source, value, is_module_state)
+        layout = symbolic_layout(self.shape_env, source, value, dims) if dims else None
+        if layout is None:
+            example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+            return example.requires_grad_(value.requires_grad), tensor_properties(value)
+        sizes, strides = layout
+        with enable_python_dispatcher():
+            example = torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta")
+        properties = tensor_properties(value)
+        properties.update(shape=tuple(sym_expr(s) for s in sizes), shape_env=self.shape_env,
+                          stride=tuple(sym_expr(st) if n != 1 else None for st, n in zip(strides, value.shape)))
+        return example.requires_grad_(value.requires_grad), properties
+
+    def user_location(self):
+        """The user's file:line being traced (where a guard on sizes was needed)."""
+        tx = self.current_tx
+        if tx is None or tx.current_instruction is None:
+            return "unknown"
+        return f"{tx.code.co_filename}:{tx.current_instruction.positions.lineno}"
 
     def real_value(self, var):
         """The real tensor behind the graph input ``var``."""
@@ -226,8 +259,12 @@ class OutputGraph:
         where = f"{self.code.co_qualname} ({self.code.co_filename}:{self.code.co_firstlineno})"
         trace_artifact("graph", lambda: f"graph of {where}\n{gm.print_readable(print_output=False)}")
         example_inputs = [value for _, value, _ in self.graph_inputs]
+        compiler_fn = self.compiler_fn
+        if self.shape_env.var_to_val:
+            self.add_guard(Guard(None, "SHAPE_ENV", self.shape_env))
+            compiler_fn = compiler_for_symbolic_graph(compiler_fn)
         try:
-            compiled = self.compiler_fn(gm, example_inputs)
+            compiled = compiler_fn(gm, example_inputs)
         except Exception as error:
             raise BackendCompilerFailed(error) from error
         if not callable(compiled):
@@ -247,6 +284,30 @@ def is_mutation(node):
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
     return node.target in INPLACE_OPERATORS or (name.endswith("_") and not name.startswith("_")) \
         or node.kwargs.get("inplace") is True
+
+
+def symbolic_layout(shape_env, source, value, dims):
+    """Sizes with a symbol for each dimension in ``dims``, and the strides of a dense tensor laid
+    out like ``value`` in terms of them; None if ``value`` is not dense (a slice, an expanded
+    tensor), whose strides no expression in its sizes describes: it is traced with static sizes."""
+    if value.numel() == 0:
+        return None
+    sizes = [shape_env.create_symint(n, SizeSource(source, d)) if d in dims else n
+             for d, n in enumerate(value.shape)]
+    strides = [None] * value.dim()
+    running = 1
+    for d in sorted(range(value.dim()), key=lambda d: (value.stride(d), value.shape[d])):
+        strides[d] = running
+        running = running * sizes[d]
+    if any(n != 1 and int(shape_env.hint(sym_expr(st))) != actual
+           for st, n, actual in zip(strides, value.shape, value.stride())):
+        return None
+    return sizes, strides
+
+
+def sym_expr(value):
+    """The sympy expression of a size (a SymInt's, or a plain int's)."""
+    return value.node.expr if isinstance(value, torch.SymInt) else sympy.Integer(value)
 
 
 def tensor_properties(value):

@@ -140,3 +140,22 @@ class DictGetItemSource(GetItemSource):
         self.base.reconstruct(codegen)
         codegen.load_const(self.index)
         codegen.call(2)
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeSource(Source):
+    """``base.size()[dim]``: a tensor's size, which a size symbol stands for (chapter 4,
+    "Dynamic shapes"). Guards read symbols' values from these sources."""
+
+    base: Source
+    dim: int
+
+    def name(self):
+        return self.child_expression(self.base.name())
+
+    def child_expression(self, base):
+        return f"{base}.size()[{self.dim}]"
+
+    @property
+    def depth(self):
+        return self.base.depth + 1

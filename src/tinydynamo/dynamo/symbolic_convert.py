@@ -56,6 +56,8 @@ from .variables import (
     SetVariable,
     SliceVariable,
     SuperVariable,
+    SymNodeVariable,
+    SymSliceVariable,
     TupleVariable,
     UnboundVariable,
     VariableBuilder,
@@ -446,8 +448,11 @@ class InstructionTranslatorBase:
         self.push(ConstDictVariable(dict(zip(keys, self.popn(inst.arg)))))
 
     def BUILD_SLICE(self, inst):
-        bounds = [b.as_python_constant() for b in self.popn(inst.arg)]
-        self.push(SliceVariable(slice(*bounds)))
+        bounds = self.popn(inst.arg)
+        if any(isinstance(b, SymNodeVariable) for b in bounds):
+            self.push(SymSliceVariable(bounds))
+        else:
+            self.push(SliceVariable(slice(*[b.as_python_constant() for b in bounds])))
 
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))

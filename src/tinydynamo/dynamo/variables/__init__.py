@@ -34,7 +34,7 @@ from .misc import (
 )
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
-from .tensor import TensorVariable
+from .tensor import SymNodeVariable, SymSliceVariable, TensorVariable
 from .torch import GradModeVariable, TorchFunctionVariable
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",
-    "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
+    "SymNodeVariable", "SymSliceVariable", "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
     "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",
     "VariableTracker", "wrap_constant",
 ]

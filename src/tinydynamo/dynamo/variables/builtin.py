@@ -29,7 +29,7 @@ from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVa
 from .misc import SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
-from .tensor import TensorVariable, trace_op
+from .tensor import SymNodeVariable, TensorVariable, sym_operator, trace_op
 
 BINARY_OPERATORS = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
@@ -92,6 +92,8 @@ class BuiltinVariable(VariableTracker):
             return numpy_op(tx, NumpyOp(self.fn, "operator"), args, {})
         if any(isinstance(a, TensorVariable) for a in args):
             return trace_op(tx, "call_function", self.fn, args, {})
+        if any(isinstance(a, SymNodeVariable) for a in args) and all(a.is_python_constant() for a in args):
+            return sym_operator(tx, self.fn, args)
         if all(a.is_python_constant() for a in args):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))
         if len(args) == 2:

@@ -14,10 +14,15 @@ A ``TensorVariable`` holds three things:
 the example values, add the FX node, and wrap the result (Dynamo calls this ``wrap_fx_proxy``).
 """
 import operator
+from contextlib import nullcontext
 
 import numpy as np
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 
+from ...symbolic_shapes import is_symbolic, to_python
+
+from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
 from ..source import AttrSource
 from .base import GetAttrVariable, VariableTracker
@@ -89,6 +94,8 @@ class TensorVariable(VariableTracker):
             return tx.build(tx.output.real_value(self).grad, AttrSource(self.source, "grad"))
         if name in UNSUPPORTED_ATTRIBUTES:
             unsupported(f"Tensor.{name}")
+        if name == "shape":  # a torch.Size, whose symbolic sizes the graph computes
+            return self.call_method(tx, "size", [], {})
         if name in TENSOR_VALUED_ATTRIBUTES:
             return trace_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if callable(getattr(torch.Tensor, name, None)):
@@ -105,6 +112,8 @@ class TensorVariable(VariableTracker):
             return tx.build(torch.Tensor.numpy).call_function(tx, [self], {})
         if name in UNSUPPORTED_METHODS:
             unsupported(UNSUPPORTED_METHODS[name])
+        if name == "__len__" and self.example_value.dim() > 0:  # symbolic when dim 0 is
+            return self.call_method(tx, "size", [ConstantVariable(0)], {})
         if name == "__len__":
             return ConstantVariable(len(self.example_value))
         if name == "get_device":
@@ -120,7 +129,7 @@ class TensorVariable(VariableTracker):
             return trace_op(tx, "call_function", operator.setitem, [self, *args], kwargs)
         return trace_op(tx, "call_method", name, [self, *args], kwargs)
 
-    def unpack_var_sequence(self, tx):
+    def unpack_var_sequence(self, tx):  # a symbolic first size is specialised (a guard)
         return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {})
                 for i in range(len(self.example_value))]
 
@@ -130,6 +139,84 @@ class TensorVariable(VariableTracker):
     def __repr__(self):
         name = self.source.name() if self.source else self.proxy.node.name
         return f"TensorVariable({name}, {tuple(self.example_value.shape)}, {self.example_value.dtype})"
+
+
+class SymNodeVariable(VariableTracker):
+    """A number computed from symbolic sizes: ``x.shape[0]``, ``n * 2``, ``x.numel()`` (chapter 4,
+    "Dynamic shapes"). ``sym`` is its ``torch.SymInt`` (SymFloat, SymBool): an expression over
+    the ShapeEnv's symbols with the value it had when traced; ``proxy`` is the graph node that
+    computes it, so the graph works for every size.
+
+    Python code that needs a plain number (``range(n)``, a list index, ``math.sqrt(n)``) gets
+    the traced value, and a guard that the expression keeps it: the size is *specialised*."""
+
+    def __init__(self, proxy, sym):
+        super().__init__()
+        self.proxy = proxy
+        self.sym = sym
+
+    def python_type(self):
+        return self.sym.node.pytype
+
+    def is_python_constant(self):
+        return True  # always possible, at the price of a guard: see as_python_constant
+
+    def as_python_constant(self):
+        if self.sym.node.pytype is bool:
+            return self.sym.node.guard_bool()
+        return self.sym.node.pytype(self.sym.node.guard_float() if self.sym.node.is_float()
+                                    else self.sym.node.guard_int())
+
+    def truthy(self, tx):
+        return bool(self.sym)
+
+    def reconstruct(self, codegen):
+        """After the graph, Python computes the number again from the inputs' sizes (a returned
+        ``x.shape[0] * 2`` is ``L['x'].size()[0] * 2``), so the graph returns only tensors."""
+        shape_env, expr = self.sym.node.shape_env, self.sym.node.expr
+        symbols = sorted(expr.free_symbols, key=str)
+        sources = [shape_env.var_to_sources[symbol][0] for symbol in symbols]
+        params = [f"t{i}" for i in range(len(symbols))]
+        size_of = {symbol: f"{param}.size()[{source.dim}]" for symbol, param, source in zip(symbols, params, sources)}
+        compute = eval(f"lambda {', '.join(params)}: {to_python(expr, size_of.get)}")  # noqa: S307 (our own text)
+        eval_frame.set_skip(compute.__code__)  # plain Python: not a frame to compile
+        codegen.load_const(compute, push_null=True)
+        for source in sources:
+            source.base.reconstruct(codegen)
+        codegen.call(len(sources))
+
+    def __repr__(self):
+        return f"SymNodeVariable({self.sym.node.expr}, hint={self.sym.node.hint})"
+
+
+class SymSliceVariable(VariableTracker):
+    """A slice with a symbolic bound, ``x[:, :n]``: a tensor is sliced by it in the graph; any
+    other sequence specialises it."""
+
+    def __init__(self, bounds):
+        super().__init__()
+        self.bounds = bounds
+
+    def python_type(self):
+        return slice
+
+    def as_python_constant(self):
+        return slice(*(bound.as_python_constant() for bound in self.bounds))
+
+
+def sym_operator(tx, fn, args):
+    """``fn`` (an operator) on numbers of which at least one is symbolic: a graph node. A
+    comparison is decided now, with a guard: Python branches on it."""
+    values = [a.sym if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args]
+    result = fold(fn, *values)
+    if isinstance(result, torch.SymBool):
+        return ConstantVariable(bool(result))
+    if not is_symbolic(result):
+        return wrap_constant(result.node.pytype(result.node.hint) if isinstance(result, (torch.SymInt, torch.SymFloat))
+                             else result)
+    proxy = tx.output.create_proxy("call_function", fn, tuple(map_trackers(list(args), as_proxy)), {})
+    proxy.node.meta["example_value"] = result
+    return SymNodeVariable(proxy, result)
 
 
 def tensor_type_dtype(name):
@@ -160,12 +247,13 @@ def trace_op(tx, kind, target, args, kwargs):
     if kind == "call_function" and getattr(target, "__name__", None) in UNSUPPORTED_METHODS:
         unsupported(UNSUPPORTED_METHODS[target.__name__])  # torch.Tensor.requires_grad_(x)
     device = result_device(kind, target, args, kwargs)
-    example = run_on_meta(kind, target, args, kwargs)
+    example = run_on_meta(kind, target, args, kwargs, symbolic=bool(tx.output.shape_env.var_to_val))
     mutates = is_inplace(kind, target, kwargs)
     if not contains_tensor(example) and not mutates:
         if example is None:
             unsupported(f"{describe(kind, target)} returns None: a side effect outside the graph")
-        return wrap_constant(example)  # metadata (x.size(), x.dim()...) is a constant: no node
+        if not contains_symbolic(example):
+            return wrap_constant(example)  # metadata (x.size(), x.dim()...) is a constant: no node
     proxy = tx.output.create_proxy(kind, target, tuple(map_trackers(args, as_proxy)),
                                    map_trackers(kwargs, as_proxy))
     proxy.node.meta["example_value"] = example
@@ -173,8 +261,9 @@ def trace_op(tx, kind, target, args, kwargs):
     return wrap_result(tx, proxy, example, device, tensors)
 
 
-def run_on_meta(kind, target, args, kwargs):
-    """Compute the result's metadata by running the op on meta tensors."""
+def run_on_meta(kind, target, args, kwargs, symbolic=False):
+    """Compute the result's metadata by running the op on meta tensors (``symbolic``: some
+    have symbolic sizes)."""
     margs, mkwargs = map_trackers(args, as_example), map_trackers(kwargs, as_example)
     if "device" in mkwargs:
         mkwargs["device"] = "meta"
@@ -183,7 +272,9 @@ def run_on_meta(kind, target, args, kwargs):
         mkwargs.pop("non_blocking", None)
         mkwargs.pop("device", None)
     try:
-        with torch.device("meta"):  # factory functions without device= create meta tensors too
+        # Symbolic sizes need torch's Python meta kernels (some C++ ones take only plain ints).
+        with enable_python_dispatcher() if symbolic else nullcontext(), \
+                torch.device("meta"):  # factory functions without device= create meta tensors too
             if kind == "call_method":
                 return getattr(margs[0], target)(*margs[1:], **mkwargs)
             return target(*margs, **mkwargs)
@@ -222,11 +313,15 @@ def wrap_result(tx, proxy, example, device, inputs):
         if any(var.example_value is example for var in inputs):
             example = example.clone()  # a device change returns a new tensor in eager
         return TensorVariable(proxy, example, device)
+    if is_symbolic(example):  # x.numel(), x.size(0)
+        return SymNodeVariable(proxy, example)
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # a symbolic type, a fixed value
+        return wrap_constant(example.node.pytype(example.node.hint))
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
             item_proxy = None
-            if isinstance(item, torch.Tensor):
+            if isinstance(item, torch.Tensor) or is_symbolic(item):
                 item_proxy = tx.output.create_proxy("call_function", operator.getitem, (proxy, i), {})
                 item_proxy.node.meta["example_value"] = item
             items.append(wrap_result(tx, item_proxy, item, device, inputs))
@@ -267,10 +362,12 @@ def describe(kind, target):
 
 
 def as_proxy(var):
-    return var.proxy if isinstance(var, TensorVariable) else None
+    return var.proxy if isinstance(var, (TensorVariable, SymNodeVariable)) else None
 
 
 def as_example(var):
+    if isinstance(var, SymNodeVariable):
+        return var.sym
     return var.example_value if isinstance(var, TensorVariable) else None
 
 
@@ -281,8 +378,10 @@ def map_trackers(value, leaf_fn):
         return type(value)(map_trackers(v, leaf_fn) for v in value)
     if isinstance(value, dict):
         return {k: map_trackers(v, leaf_fn) for k, v in value.items()}
-    if isinstance(value, TensorVariable):
+    if isinstance(value, (TensorVariable, SymNodeVariable)):
         return leaf_fn(value)
+    if isinstance(value, SymSliceVariable):
+        return slice(*(map_trackers(bound, leaf_fn) for bound in value.bounds))
     if isinstance(value, BaseListVariable):
         return value.python_cls(map_trackers(v, leaf_fn) for v in value.items)
     if isinstance(value, ConstDictVariable):
@@ -303,6 +402,16 @@ def flatten_trackers(value):
     if isinstance(value, ConstDictVariable):
         return flatten_trackers(list(value.items.values()))
     return [value]
+
+
+def contains_symbolic(value):
+    if isinstance(value, (list, tuple)):
+        return any(contains_symbolic(v) for v in value)
+    if isinstance(value, dict):
+        return contains_symbolic(list(value.values()))
+    if isinstance(value, slice):
+        return contains_symbolic([value.start, value.stop, value.step])
+    return is_symbolic(value)
 
 
 def contains_tensor(value):

@@ -1,0 +1,99 @@
+"""Which dimensions are traced as symbols (book chapter 4, "Dynamic shapes").
+
+torch.compile's policy, which tinydynamo follows:
+
+- ``dynamic=None`` (the default), *automatic dynamic*: the first compile of a frame specialises
+  every size. Each compile remembers the sizes of the frame's input tensors, by source, in the
+  code object's ``FrameState``. When a later call fails a guard and the frame is compiled again,
+  every dimension whose size differs from one remembered is traced as a symbol from then on, so
+  a frame compiles at most twice over changing sizes.
+- ``dynamic=True``: every dimension is a symbol from the first compile.
+- ``dynamic=False``: every size is specialised.
+- ``mark_dynamic(t, dim)`` makes a dimension of ``t`` a symbol whatever the policy, and
+  ``mark_static(t, dim)`` makes it specialised.
+
+In every case sizes 0 and 1 are specialised (broadcasting treats them differently from all
+others), and so are parameters and the tensors of ``nn.Module`` attributes (buffers), whose
+sizes do not change from call to call.
+"""
+import dataclasses
+import weakref
+
+import torch
+
+from .._logging import trace_artifact
+
+DYNAMIC_DIMS = "_tinydynamo_dynamic_dims"
+STATIC_DIMS = "_tinydynamo_static_dims"
+
+
+def mark_dynamic(tensor, dim):
+    """Trace dimension ``dim`` (an int or a list of ints) of ``tensor`` as a symbol."""
+    _mark(tensor, dim, DYNAMIC_DIMS)
+
+
+def mark_static(tensor, dim):
+    """Specialise dimension ``dim`` (an int or a list of ints) of ``tensor``, whatever the policy."""
+    _mark(tensor, dim, STATIC_DIMS)
+
+
+def _mark(tensor, dim, attribute):
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not -tensor.dim() <= d < tensor.dim():
+            raise IndexError(f"dimension {d} is out of range for a tensor of {tensor.dim()} dimensions")
+    marked = getattr(tensor, attribute, set())
+    setattr(tensor, attribute, marked | {d % tensor.dim() for d in dims})
+
+
+@dataclasses.dataclass
+class FrameState:
+    """What earlier compiles of one code object saw: per source, the sizes of each dimension,
+    with ``None`` for a dimension seen with different sizes (automatic dynamic)."""
+
+    sizes: dict = dataclasses.field(default_factory=dict)
+
+    def update(self, source_name, shape):
+        """Remember ``shape``; return the dimensions that changed size just now."""
+        seen = self.sizes.get(source_name)
+        if seen is None or len(seen) != len(shape):
+            self.sizes[source_name] = tuple(shape)
+            return []
+        changed = [d for d, (old, new) in enumerate(zip(seen, shape)) if old is not None and old != new]
+        self.sizes[source_name] = tuple(None if old != new else old for old, new in zip(seen, shape))
+        return changed
+
+    def dynamic_dims(self, source_name):
+        return {d for d, size in enumerate(self.sizes.get(source_name, ())) if size is None}
+
+
+_frame_states = weakref.WeakKeyDictionary()  # code object -> FrameState
+
+
+def frame_state(code):
+    return _frame_states.setdefault(code, FrameState())
+
+
+def reset():
+    """Forget the sizes earlier compiles saw (``tinydynamo.reset()``)."""
+    _frame_states.clear()
+
+
+def dynamic_dims(policy, code, source, tensor, is_module_state):
+    """The dimensions of ``tensor`` (read at ``source`` by ``code``) to trace as symbols."""
+    state = frame_state(code)
+    changed = state.update(source.name(), tensor.shape)
+    for d in changed:
+        trace_artifact("dynamic", lambda: f"{source.name()} dimension {d} changed size "
+                       f"(now {tensor.shape[d]}) in {code.co_qualname}: it is dynamic from now on")
+    if isinstance(tensor, torch.nn.Parameter) or is_module_state:
+        candidates = set()
+    elif policy is True:
+        candidates = set(range(tensor.dim()))
+    elif policy is False:
+        candidates = set()
+    else:
+        candidates = state.dynamic_dims(source.name())
+    candidates |= getattr(tensor, DYNAMIC_DIMS, set())
+    candidates -= getattr(tensor, STATIC_DIMS, set())
+    return {d for d in candidates if tensor.shape[d] >= 2}

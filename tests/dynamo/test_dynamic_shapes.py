@@ -1,0 +1,232 @@
+"""Dynamic shapes in dynamo: size symbols, guards on sizes, the automatic-dynamic policy, and
+every compiled result checked against eager."""
+import warnings
+
+import pytest
+import torch
+
+import tinydynamo
+from tinydynamo import config
+from tinydynamo.symbolic_shapes import FloorDiv, ShapeEnv
+
+BACKENDS = ["eager", "aot_eager", "inductor"]
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    tinydynamo.reset()
+    yield
+    tinydynamo.reset()
+
+
+def check_sizes(fn, make_args, sizes, backend="eager", **compile_kwargs):
+    """Call the compiled ``fn`` with arguments of each size; every result must equal eager's."""
+    compiled = tinydynamo.compile(fn, backend=backend, **compile_kwargs)
+    for size in sizes:
+        args = make_args(size)
+        expected, actual = fn(*args), compiled(*args)
+        torch.testing.assert_close(actual, expected, msg=lambda m: f"size {size}: {m}")
+    return tinydynamo.stats()
+
+
+def view_and_reduce(x, y):
+    n = x.shape[0]
+    z = x.view(n * 2, -1) * 2
+    return z.sum(1) + y.sum(), x[: n // 2], x.size(), x.numel()
+
+
+def pairs(n):
+    return torch.randn(n, 6), torch.randn(n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_twelve_batch_sizes_compile_twice(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback, no cache-limit warning
+        stats = check_sizes(view_and_reduce, pairs, range(2, 26, 2), backend)
+    assert stats["frames_compiled"] == 2
+    assert stats["fallbacks"] == 0 and stats.get("graph_breaks", 0) == 0
+
+
+def test_dynamic_true_compiles_once():
+    stats = check_sizes(view_and_reduce, pairs, range(2, 26, 2), dynamic=True)
+    assert stats["frames_compiled"] == 1
+
+
+def test_dynamic_false_specialises_every_size():
+    stats = check_sizes(view_and_reduce, pairs, [2, 4, 6, 8], dynamic=False)
+    assert stats["frames_compiled"] == 4
+
+
+def test_sizes_zero_and_one_are_specialised():
+    def f(x):
+        return x * 2 + x.shape[0]
+
+    stats = check_sizes(f, lambda n: (torch.randn(n, 3),), [4, 5, 6, 1, 7, 0], dynamic=True)
+    # one symbolic graph for 4..7; size 1 and size 0 each fail `size >= 2` and get their own
+    assert stats["frames_compiled"] == 3
+
+
+def test_guards_name_the_sizes():
+    x = torch.randn(6, 4)
+    tinydynamo.mark_dynamic(x, 0)
+    report = tinydynamo.explain(lambda x: x.view(x.shape[0] // 2, -1) + 1)(x)
+    guards = "\n".join(report.guards)
+    assert "x.size()[0]" in guards
+    assert "L_x_size_0 >= 2" in guards
+    assert "%" in guards  # the view needs an even size
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+def test_a_divisibility_guard_recompiles_for_odd_sizes():
+    def f(x):
+        return x.view(x.shape[0] // 2, -1) * 3
+
+    stats = check_sizes(f, lambda n: (torch.randn(2 * n, 3),), [2, 3, 4, 5], dynamic=True)
+    assert stats["frames_compiled"] == 1
+
+
+def test_mark_dynamic_and_mark_static():
+    def f(x):
+        return (x * 2).sum(0)
+
+    compiled = tinydynamo.compile(f, backend="eager", dynamic=False)
+    for n in (3, 4, 5):
+        x = torch.randn(n, 2)
+        tinydynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert tinydynamo.stats()["frames_compiled"] == 1
+
+    tinydynamo.reset()
+    compiled = tinydynamo.compile(f, backend="eager", dynamic=True)
+    for n in (3, 4, 5):
+        x = torch.randn(n, 2)
+        tinydynamo.mark_static(x, 0)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert tinydynamo.stats()["frames_compiled"] == 3
+
+
+def test_mark_dynamic_checks_the_dimension():
+    with pytest.raises(IndexError, match="out of range"):
+        tinydynamo.mark_dynamic(torch.randn(2, 3), 2)
+
+
+def test_duck_sizing_guards_equal_sizes():
+    def f(x, y):
+        return x + y.sum()
+
+    compiled = tinydynamo.compile(f, backend="eager", dynamic=True)
+    for nx, ny in [(4, 4), (5, 5), (5, 7), (6, 8)]:
+        x, y = torch.randn(nx), torch.randn(ny)
+        torch.testing.assert_close(compiled(x, y), f(x, y))
+    # x and y had one symbol while equal; unequal sizes fail that guard once, then have two
+    assert tinydynamo.stats()["frames_compiled"] == 2
+
+
+def test_symbolic_sizes_through_torch_calls():
+    def f(x):
+        n, d = x.shape
+        positions = torch.arange(n).unsqueeze(1)
+        pad = x.new_zeros(n, 2)
+        y = torch.cat([x + positions, pad], dim=1)
+        return y.reshape(-1)[: n * d], y[:, :d], len(x)
+
+    stats = check_sizes(f, lambda n: (torch.randn(n, 3),), [4, 5, 8, 9], dynamic=True)  # not 3: duck sizing
+    assert stats["frames_compiled"] == 1
+
+
+def test_python_int_use_specialises_the_size():
+    def f(x):
+        total = x[0]
+        for i in range(1, x.shape[0]):  # range() needs an int: one graph per size
+            total = total + x[i]
+        return total
+
+    stats = check_sizes(f, lambda n: (torch.randn(n, 2),), [3, 4, 3], dynamic=True)
+    assert stats["frames_compiled"] == 2
+
+
+def test_training_step_through_symbolic_graph():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    compiled = tinydynamo.compile(model, backend="inductor", dynamic=True)
+    for n in (3, 5, 9):
+        x = torch.randn(n, 4)
+        model.zero_grad()
+        model(x).sum().backward()
+        expected = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        compiled(x).sum().backward()
+        for p, g in zip(model.parameters(), expected):
+            torch.testing.assert_close(p.grad, g)
+    assert tinydynamo.stats()["frames_compiled"] == 1
+
+
+def test_parameters_stay_static_with_dynamic_true():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm.print_readable(print_output=False))
+        return gm.forward
+
+    model = torch.nn.Linear(4, 3)
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(tinydynamo.compile(model, backend=backend, dynamic=True)(x), model(x))
+    assert "f32[3, 4]" in graphs[0] and "f32[s0, s1]" in graphs[0]  # weight static, input symbolic
+
+
+def test_a_static_backend_compiles_once_per_shape():
+    shapes = []
+
+    def backend(gm, example_inputs):
+        shapes.append(tuple(example_inputs[0].shape))
+        return gm.forward
+
+    check_sizes(lambda x: x * 2, lambda n: (torch.randn(n),), [3, 4, 3, 5, 4], backend, dynamic=True)
+    assert shapes == [(3,), (4,), (5,)]
+    assert tinydynamo.stats()["size_specializations"] == 3
+
+
+def test_recompile_log_says_which_dimension_became_dynamic(capsys):
+    def f(x):
+        return x + 1
+
+    compiled = tinydynamo.compile(f, backend="eager")
+    tinydynamo.set_logs("dynamic")
+    try:
+        compiled(torch.randn(4, 3))
+        compiled(torch.randn(6, 3))
+    finally:
+        tinydynamo.set_logs("")
+    assert "L['x'] dimension 0 changed size (now 6)" in capsys.readouterr().err
+
+
+def test_cache_limit_not_reached_over_many_sizes():
+    def f(x):
+        return torch.softmax(x, -1) * x.shape[-1]
+
+    with config.patch(cache_size_limit=3), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = check_sizes(f, lambda n: (torch.randn(2, n),), range(3, 15))
+    assert stats["frames_compiled"] == 2
+
+
+# --- the ShapeEnv on its own -------------------------------------------------------------------
+
+def test_shape_env_decides_what_ranges_decide():
+    env = ShapeEnv()
+    s0 = env.create_symint(5, "a")
+    s1 = env.create_symint(7, "b")
+    assert (s0 == 1) is not True and not bool(s0 == 1)
+    assert bool(s0 * s1 != s0) and bool(s0 >= 2)
+    assert env.guards == []  # decided by `every symbol >= 2`, no guard needed
+    assert bool(s0 < s1) and [str(g.expr) for g in env.guards] == ["s0 < s1"]
+
+
+def test_duck_sizing_and_floor_division():
+    env = ShapeEnv()
+    a, b = env.create_symint(6, "a"), env.create_symint(6, "b")
+    assert a.node.expr == b.node.expr
+    assert (a * 2 // 2).node.expr == a.node.expr
+    assert isinstance((a // 4).node.expr, FloorDiv)
+    with pytest.raises(ValueError, match="specialised"):
+        env.create_symint(1, "c")
