@@ -55,7 +55,8 @@ PYTHON_OPERATORS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=
 def to_python(expr, name_of):
     """``expr`` as Python source; ``name_of(symbol)`` names each symbol (a guard's local)."""
     def paren(e):
-        return f"({to_python(e, name_of)})"
+        text = to_python(e, name_of)
+        return text if isinstance(e, sympy.Symbol) or e.is_Integer else f"({text})"
     if expr is sympy.true or expr is sympy.false:
         return str(bool(expr))
     if isinstance(expr, sympy.Symbol):

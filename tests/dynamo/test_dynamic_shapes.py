@@ -230,3 +230,14 @@ def test_duck_sizing_and_floor_division():
     assert isinstance((a // 4).node.expr, FloorDiv)
     with pytest.raises(ValueError, match="specialised"):
         env.create_symint(1, "c")
+
+
+def test_a_guard_with_or_keeps_its_parentheses():
+    x = torch.randn(6, 4)
+    tinydynamo.mark_dynamic(x, 0)
+    compiled = tinydynamo.compile(lambda x: x.unflatten(0, (-1, 2)), backend="eager")
+    guard = tinydynamo.explain(lambda x: x.unflatten(0, (-1, 2)))(x).guards[0]
+    assert "((L_x_size_0 == 2) or ((L_x_size_0 % 2) == 0))" in guard
+    torch.testing.assert_close(compiled(x), x.unflatten(0, (-1, 2)))
+    with pytest.raises(RuntimeError):
+        compiled(torch.randn(7, 4))  # fails the guard, and eager raises

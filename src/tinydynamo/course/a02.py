@@ -569,7 +569,8 @@ def run_scenario(scenario, **pieces):
         module = user_module(f"a02_{scenario.name}", scenario.source)
         log, callbacks, compiled = [], {}, {}
         for label, target in scenario.wrappers.items():
-            callbacks[label] = ConvertFrame(recording_backend(label, log))
+            # dynamic=False: the scenarios show one cache entry per shape (no automatic dynamic)
+            callbacks[label] = ConvertFrame(recording_backend(label, log), dynamic=False)
             compiled[label] = compile_with(getattr(module, target), callbacks[label])
         trace = Trace([], [], [], 0, [], set())
         for label, statement, args in scenario.calls:

@@ -82,8 +82,11 @@ class BuiltinVariable(VariableTracker):
         unsupported(f"builtin {getattr(self.fn, '__qualname__', self.fn)} with arguments {args}")
 
     def foldable(self, args, kwargs):
+        """Pure, and every argument a constant or a symbolic size (which folding specialises:
+        ``range(n)``, ``int(n)``, ``math.sqrt(n)`` need its value, and guard it)."""
         pure = self.fn in PURE_BUILTINS or getattr(self.fn, "__module__", None) in FOLDABLE_MODULES
-        return pure and all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        return pure and all(a.is_python_constant() or isinstance(a, SymNodeVariable)
+                            for a in [*args, *kwargs.values()])
 
     # --- operators ---------------------------------------------------------------------------
 
@@ -92,7 +95,8 @@ class BuiltinVariable(VariableTracker):
             return numpy_op(tx, NumpyOp(self.fn, "operator"), args, {})
         if any(isinstance(a, TensorVariable) for a in args):
             return trace_op(tx, "call_function", self.fn, args, {})
-        if any(isinstance(a, SymNodeVariable) for a in args) and all(a.is_python_constant() for a in args):
+        if any(isinstance(a, SymNodeVariable) for a in args) and \
+                all(a.is_python_constant() or isinstance(a, SymNodeVariable) for a in args):
             return sym_operator(tx, self.fn, args)
         if all(a.is_python_constant() for a in args):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))

@@ -42,6 +42,9 @@ class ConstDictVariable(VariableTracker):
     def as_python_constant(self):
         return {k: v.as_python_constant() for k, v in self.items.items()}
 
+    def is_python_constant(self):  # asking must not specialise a symbolic size it holds
+        return all(v.is_python_constant() for v in self.items.values())
+
     def python_object(self):
         unsupported(f"the identity of {self}")
 

@@ -28,6 +28,9 @@ class BaseListVariable(VariableTracker):
     def as_python_constant(self):
         return self.python_cls(item.as_python_constant() for item in self.items)
 
+    def is_python_constant(self):  # asking must not specialise a symbolic size it holds
+        return all(item.is_python_constant() for item in self.items)
+
     def python_object(self):
         unsupported(f"the identity of {self}")
 

@@ -159,7 +159,7 @@ class SymNodeVariable(VariableTracker):
         return self.sym.node.pytype
 
     def is_python_constant(self):
-        return True  # always possible, at the price of a guard: see as_python_constant
+        return False  # it is symbolic; as_python_constant can still specialise it
 
     def as_python_constant(self):
         if self.sym.node.pytype is bool:
@@ -202,6 +202,9 @@ class SymSliceVariable(VariableTracker):
 
     def as_python_constant(self):
         return slice(*(bound.as_python_constant() for bound in self.bounds))
+
+    def is_python_constant(self):
+        return False
 
 
 def sym_operator(tx, fn, args):
