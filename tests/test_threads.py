@@ -170,3 +170,26 @@ def test_backends_compile_graphs_in_several_threads_at_once():
 
     start_and_join(worker)
     assert not problems, "\n".join(problems)
+
+
+def test_threads_with_changing_sizes_share_one_symbolic_frame():
+    """dynamic=True: one translation serves every size in every thread; the backend's variants
+    for each size are compiled once, under the compile lock, while other threads call."""
+    tinydynamo.reset()
+    compiled = tinydynamo.compile(reduction_chain, dynamic=True)
+    barrier = threading.Barrier(THREADS)
+    problems = []
+
+    def worker(thread):
+        generator = torch.Generator().manual_seed(thread)
+        barrier.wait()
+        for call in range(CALLS):
+            x = torch.randn(3 + (thread + call) % 5, 33 + call % 3, generator=generator)
+            try:
+                torch.testing.assert_close(compiled(x), reduction_chain(x), rtol=1e-4, atol=1e-4)
+            except Exception as error:  # noqa: BLE001 (any error is a finding)
+                problems.append(f"thread {thread}, call {call}, shape {tuple(x.shape)}: {error}")
+
+    start_and_join(worker)
+    assert not problems, "\n".join(problems[:5])
+    assert tinydynamo.stats()["frames_compiled"] == 1

@@ -209,7 +209,6 @@ class ShapeEnv:
         return value
 
     def add_guard(self, condition, where):
-        condition = sympy.simplify(condition) if isinstance(condition, sympy.Not) else condition
         if all(g.expr != condition for g in self.guards):
             self.guards.append(ShapeGuard(condition, where))
 
@@ -220,11 +219,6 @@ class ShapeEnv:
 
     def _maybe_evaluate_static(self, expr):
         return self.static_value(expr)
-
-    def is_specialized(self, symbol):
-        """Whether a guard pins ``symbol`` to one value (``s0 == 6``)."""
-        return any(isinstance(g.expr, sympy.Eq) and g.expr.free_symbols == {symbol}
-                   and sympy.solve(g.expr, symbol) == [self.var_to_val[symbol]] for g in self.guards)
 
 
 def multiply_intervals(a, b):
@@ -448,7 +442,3 @@ class SymNode:
 def is_symbolic(value):
     """A SymInt/SymFloat/SymBool whose value depends on a symbol."""
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) and value.node.is_symbolic()
-
-
-def has_symbolic_sizes(tensor):
-    return any(isinstance(size, torch.SymInt) for size in tensor.shape)

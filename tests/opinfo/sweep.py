@@ -189,8 +189,10 @@ def time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-def check_sample(op, sample, dtype, timeout=60):
-    """Compare one OpInfo sample, eager against ``tinydynamo.compile``: (status, detail, notes)."""
+def check_sample(op, sample, dtype, timeout=60, dynamic=None):
+    """Compare one OpInfo sample, eager against ``tinydynamo.compile``: (status, detail, notes).
+    With ``dynamic=True`` every size is a symbol, and a second call with the same inputs must
+    reuse the translation: guards that reject their own inputs are an error."""
     inputs = (sample.input, tuple(sample.args), dict(sample.kwargs))
     fn = call(op.op, sample)
     with_grad = dtype == torch.float32 and op.supports_autograd
@@ -201,7 +203,13 @@ def check_sample(op, sample, dtype, timeout=60):
         warnings.simplefilter("always")
         try:
             with time_limit(timeout):
-                actual = run(tinydynamo.compile(fn), copy_inputs(inputs), 0, with_grad)
+                compiled = tinydynamo.compile(fn, dynamic=dynamic)
+                actual = run(compiled, copy_inputs(inputs), 0, with_grad)
+                if dynamic and not isinstance(actual, Exception):
+                    translations = tinydynamo.stats()["frames_compiled"]
+                    run(compiled, copy_inputs(inputs), 0, with_grad)
+                    if tinydynamo.stats()["frames_compiled"] != translations:
+                        return "error", "the guards of the symbolic trace reject the inputs it was traced with", []
         except _Timeout as error:
             return "timeout", str(error), []
     stats = tinydynamo.stats()
@@ -238,7 +246,7 @@ def samples(op, dtype, limit):
         return []
 
 
-def sweep_op(op, name, dtypes=DTYPES, limit=3, budget=60.0):
+def sweep_op(op, name, dtypes=DTYPES, limit=3, budget=60.0, dynamic=None):
     """Results for the first ``limit`` samples of each supported dtype, within ``budget`` seconds."""
     start = time.monotonic()
     results = []
@@ -253,7 +261,7 @@ def sweep_op(op, name, dtypes=DTYPES, limit=3, budget=60.0):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    status, detail, notes = check_sample(op, sample, dtype, timeout=max(1, int(left)))
+                    status, detail, notes = check_sample(op, sample, dtype, max(1, int(left)), dynamic)
                 except Exception as error:  # noqa: BLE001 - a harness error is an error
                     status, detail, notes = "error", f"harness: {type(error).__name__}: {str(error)[:300]}", []
             results.append(Result(name, str(dtype), i, status, detail, notes))

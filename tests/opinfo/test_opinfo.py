@@ -36,8 +36,8 @@ FAST_SLICE = {
 }
 
 
-def check(op_name, dtype, limit, record):
-    results = sweep.sweep_op(OPS[op_name], op_name, (dtype,), limit=limit, budget=120)
+def check(op_name, dtype, limit, record, dynamic=None):
+    results = sweep.sweep_op(OPS[op_name], op_name, (dtype,), limit=limit, budget=120, dynamic=dynamic)
     record(results)
     bad = [r for r in results if r.status in ("wrong", "error", "timeout")]
     assert not bad, "\n".join(f"{r.op} {r.dtype} sample {r.sample}: {r.status}: {r.detail}" for r in bad)
@@ -49,12 +49,19 @@ def test_fast_slice(op_name, record):
     check(op_name, FAST_SLICE[op_name], 1, record)
 
 
+@pytest.mark.parametrize("op_name", sorted(FAST_SLICE))
+def test_fast_slice_with_symbolic_sizes(op_name, record):
+    check(op_name, torch.float32, 2, record, dynamic=True)
+
+
 @pytest.mark.opinfo_full
 @pytest.mark.parametrize("op_name", sorted(OPS))
 def test_full_sweep(op_name, record):
     op = OPS[op_name]
     limit = int(os.environ.get("TINYDYNAMO_OPINFO_SAMPLES", "3"))
-    results = sweep.sweep_op(op, op_name, limit=limit, budget=float(os.environ.get("TINYDYNAMO_OPINFO_BUDGET", "60")))
+    dynamic = os.environ.get("TINYDYNAMO_OPINFO_DYNAMIC") == "1" or None
+    results = sweep.sweep_op(op, op_name, limit=limit, budget=float(os.environ.get("TINYDYNAMO_OPINFO_BUDGET", "60")),
+                             dynamic=dynamic)
     record(results)
     bad = [r for r in results if r.status in ("wrong", "error", "timeout")]
     assert not bad, "\n".join(f"{r.dtype} sample {r.sample}: {r.status}: {r.detail}" for r in bad)

@@ -43,7 +43,8 @@ __all__ = [
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",
-    "SymNodeVariable", "SymSliceVariable", "TensorVariable", "TorchFunctionVariable", "TupleVariable", "TypeVariable", "UnboundVariable",
+    "SymNodeVariable", "SymSliceVariable", "TensorVariable", "TorchFunctionVariable", "TupleVariable",
+    "TypeVariable", "UnboundVariable",
     "UserDefinedObjectVariable", "UserFunctionVariable", "UserMethodVariable", "VariableBuilder",
     "VariableTracker", "wrap_constant",
 ]

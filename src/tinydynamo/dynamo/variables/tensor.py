@@ -21,7 +21,6 @@ import torch
 from torch._dispatch.python import enable_python_dispatcher
 
 from ...symbolic_shapes import is_symbolic, to_python
-
 from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
 from ..source import AttrSource
@@ -162,10 +161,10 @@ class SymNodeVariable(VariableTracker):
         return False  # it is symbolic; as_python_constant can still specialise it
 
     def as_python_constant(self):
-        if self.sym.node.pytype is bool:
-            return self.sym.node.guard_bool()
-        return self.sym.node.pytype(self.sym.node.guard_float() if self.sym.node.is_float()
-                                    else self.sym.node.guard_int())
+        node = self.sym.node
+        if node.pytype is bool:
+            return node.guard_bool()
+        return node.guard_float() if node.pytype is float else node.guard_int()
 
     def truthy(self, tx):
         return bool(self.sym)
@@ -177,8 +176,9 @@ class SymNodeVariable(VariableTracker):
         symbols = sorted(expr.free_symbols, key=str)
         sources = [shape_env.var_to_sources[symbol][0] for symbol in symbols]
         params = [f"t{i}" for i in range(len(symbols))]
-        size_of = {symbol: f"{param}.size()[{source.dim}]" for symbol, param, source in zip(symbols, params, sources)}
-        compute = eval(f"lambda {', '.join(params)}: {to_python(expr, size_of.get)}")  # noqa: S307 (our own text)
+        size_of = {symbol: f"{param}.size()[{source.dim}]"
+                   for symbol, param, source in zip(symbols, params, sources)}
+        compute = eval(f"lambda {', '.join(params)}: {to_python(expr, size_of.get)}")  # noqa: S307 (our text)
         eval_frame.set_skip(compute.__code__)  # plain Python: not a frame to compile
         codegen.load_const(compute, push_null=True)
         for source in sources:
@@ -214,9 +214,8 @@ def sym_operator(tx, fn, args):
     result = fold(fn, *values)
     if isinstance(result, torch.SymBool):
         return ConstantVariable(bool(result))
-    if not is_symbolic(result):
-        return wrap_constant(result.node.pytype(result.node.hint) if isinstance(result, (torch.SymInt, torch.SymFloat))
-                             else result)
+    if not is_symbolic(result):  # s0 - s0
+        return wrap_constant(concrete(result))
     proxy = tx.output.create_proxy("call_function", fn, tuple(map_trackers(list(args), as_proxy)), {})
     proxy.node.meta["example_value"] = result
     return SymNodeVariable(proxy, result)
@@ -318,8 +317,8 @@ def wrap_result(tx, proxy, example, device, inputs):
         return TensorVariable(proxy, example, device)
     if is_symbolic(example):  # x.numel(), x.size(0)
         return SymNodeVariable(proxy, example)
-    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # a symbolic type, a fixed value
-        return wrap_constant(example.node.pytype(example.node.hint))
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # a SymInt of a fixed value
+        return wrap_constant(concrete(example))
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
@@ -410,11 +409,14 @@ def flatten_trackers(value):
 def contains_symbolic(value):
     if isinstance(value, (list, tuple)):
         return any(contains_symbolic(v) for v in value)
-    if isinstance(value, dict):
-        return contains_symbolic(list(value.values()))
-    if isinstance(value, slice):
-        return contains_symbolic([value.start, value.stop, value.step])
     return is_symbolic(value)
+
+
+def concrete(value):
+    """A number, from a SymInt (SymFloat, SymBool) whose expression has no symbol left."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return value.node.pytype(value.node.hint)
+    return value
 
 
 def contains_tensor(value):
