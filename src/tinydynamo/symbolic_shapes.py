@@ -110,21 +110,23 @@ class ShapeEnv:
 
     # --- symbols --------------------------------------------------------------------------------
 
-    def create_symbol(self, value, source):
-        """The symbol for a dynamic size ``value`` read at ``source`` (value >= 2)."""
+    def create_symbol(self, value, source, duck=True):
+        """The symbol for a dynamic size ``value`` read at ``source`` (value >= 2). With ``duck``,
+        a size equal to one seen before shares its symbol; int arguments get their own."""
         if value < 2:
             raise ValueError(f"sizes 0 and 1 are specialised, not symbolic (got {value} at {source})")
-        symbol = self.val_to_var.get(value)
+        symbol = self.val_to_var.get(value) if duck else None
         if symbol is None:
             symbol = sympy.Symbol(f"s{len(self.var_to_val)}", integer=True, positive=True)
             self.var_to_val[symbol] = value
-            self.val_to_var[value] = symbol
             self.var_to_sources[symbol] = []
+            if duck:
+                self.val_to_var[value] = symbol
         self.var_to_sources[symbol].append(source)
         return symbol
 
-    def create_symint(self, value, source):
-        return torch.SymInt(SymNode(self.create_symbol(value, source), self, int, value))
+    def create_symint(self, value, source, duck=True):
+        return torch.SymInt(SymNode(self.create_symbol(value, source, duck), self, int, value))
 
     def hint(self, expr):
         """The value of ``expr`` with every symbol at its traced value."""

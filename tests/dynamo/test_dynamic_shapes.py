@@ -241,3 +241,28 @@ def test_a_guard_with_or_keeps_its_parentheses():
     torch.testing.assert_close(compiled(x), x.unflatten(0, (-1, 2)))
     with pytest.raises(RuntimeError):
         compiled(torch.randn(7, 4))  # fails the guard, and eager raises
+
+
+def test_an_int_argument_becomes_dynamic_after_it_changes():
+    def f(x, n):
+        return x * n + x.shape[0] % n, n * 2
+
+    compiled = tinydynamo.compile(f, backend="eager")
+    for n in range(2, 14):
+        x = torch.randn(5)
+        torch.testing.assert_close(compiled(x, n), f(x, n))
+    assert tinydynamo.stats()["frames_compiled"] == 2
+    for n in (1, -3):  # outside a symbol's range: specialised, each its own graph
+        torch.testing.assert_close(compiled(x, n), f(x, n))
+    assert tinydynamo.stats()["frames_compiled"] == 4
+
+
+def test_resume_functions_take_sizes_as_symbols():
+    def f(x):
+        n = x.shape[0]
+        y = x * 2
+        print("a graph break")
+        return y[: n // 2] + n
+
+    stats = check_sizes(f, lambda n: (torch.randn(n),), [4, 6, 8, 10, 12, 14], dynamic=None)
+    assert stats["frames_compiled"] == 4  # f and its resume function, twice each

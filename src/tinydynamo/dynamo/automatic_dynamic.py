@@ -3,7 +3,7 @@
 torch.compile's policy, which tinydynamo follows:
 
 - ``dynamic=None`` (the default), *automatic dynamic*: the first compile of a frame specialises
-  every size. Each compile remembers the sizes of the frame's input tensors, by source, in the
+  every size (and every int argument, which is treated like a size). Each compile remembers the sizes of the frame's input tensors, by source, in the
   code object's ``FrameState``. When a later call fails a guard and the frame is compiled again,
   every dimension whose size differs from one remembered is traced as a symbol from then on, so
   a frame compiles at most twice over changing sizes.
@@ -77,6 +77,18 @@ def frame_state(code):
 def reset():
     """Forget the sizes earlier compiles saw (``tinydynamo.reset()``)."""
     _frame_states.clear()
+
+
+def is_dynamic_int(policy, code, source, value):
+    """Whether the int argument ``value`` (read at ``source`` by ``code``) is traced as a symbol:
+    like a size, once it has changed (or from the start with ``dynamic=True``), if it is >= 2."""
+    state = frame_state(code)
+    if state.update(source.name(), (value,)):
+        trace_artifact("dynamic", lambda: f"{source.name()} changed value (now {value}) in "
+                       f"{code.co_qualname}: it is dynamic from now on")
+    if value < 2 or policy is False:
+        return False
+    return policy is True or bool(state.dynamic_dims(source.name()))
 
 
 def dynamic_dims(policy, code, source, tensor, is_module_state):

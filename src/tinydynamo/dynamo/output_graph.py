@@ -30,7 +30,7 @@ from ..backends import compiler_for_symbolic_graph
 from ..symbolic_shapes import ShapeEnv
 from ..utils import counters
 from . import eval_frame
-from .automatic_dynamic import dynamic_dims
+from .automatic_dynamic import dynamic_dims, is_dynamic_int
 from .codegen import PyCodegen
 from .exc import BackendCompilerFailed
 from .guards import Guard, autocast_state
@@ -42,6 +42,7 @@ from .variables import (
     GetAttrVariable,
     NewObjectVariable,
     NNModuleVariable,
+    SymNodeVariable,
     TensorVariable,
     UserMethodVariable,
 )
@@ -97,6 +98,26 @@ class OutputGraph:
             return first
         example, properties = self.example_input(source, value)
         self.add_guard(Guard(source, "TENSOR_MATCH", properties))
+        proxy = self.create_placeholder(source, example)
+        var = TensorVariable(proxy, example, value.device, source=source, python_cls=type(value))
+        self.graph_inputs.append((source, value, var))
+        self.input_by_id[id(value)] = var
+        return var
+
+    def add_int_input(self, source, value):
+        """A placeholder for the int argument at ``source`` if the policy makes it a symbol (see
+        ``automatic_dynamic``), else None: it is then a constant, guarded by CONSTANT_MATCH."""
+        if not is_dynamic_int(self.dynamic, self.code, source, value):
+            return None
+        self.add_guard(Guard(source, "TYPE_MATCH", int))
+        symint = self.shape_env.create_symint(value, source, duck=False)
+        proxy = self.create_placeholder(source, symint)
+        var = SymNodeVariable(proxy, symint, source)
+        self.graph_inputs.append((source, value, var))
+        return var
+
+    def create_placeholder(self, source, example):
+        """A placeholder after the existing ones (graph inputs come first, in the order read)."""
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         insert_point = self.graph.inserting_after(placeholders[-1]) if placeholders else \
             self.graph.inserting_before(next(iter(self.graph.nodes), None))
@@ -104,10 +125,7 @@ class OutputGraph:
             proxy = self.tracer.create_proxy("placeholder", source.placeholder_name(), (), {})
         proxy.node.meta["example_value"] = example
         proxy.node.meta["source"] = source.name()
-        var = TensorVariable(proxy, example, value.device, source=source, python_cls=type(value))
-        self.graph_inputs.append((source, value, var))
-        self.input_by_id[id(value)] = var
-        return var
+        return proxy
 
     def example_input(self, source, value):
         """The meta tensor that stands for the input ``value`` while tracing, and what its
@@ -275,8 +293,9 @@ class OutputGraph:
     def add_aliasing_guard(self):
         """If the graph mutates tensors, two distinct inputs must not become one object later."""
         mutates = any(n.op in ("call_method", "call_function") and is_mutation(n) for n in self.graph.nodes)
-        if mutates and len(self.graph_inputs) > 1:
-            sources = tuple(source for source, _, _ in self.graph_inputs)
+        tensor_sources = tuple(source for source, value, _ in self.graph_inputs if isinstance(value, torch.Tensor))
+        if mutates and len(tensor_sources) > 1:
+            sources = tensor_sources
             self.add_guard(Guard(sources[0], "NO_ALIASING", sources))
 
 

@@ -25,7 +25,7 @@ import torch
 
 from ..exc import unsupported
 from ..guards import Guard
-from ..source import AttrSource, GetItemSource
+from ..source import AttrSource, GetItemSource, LocalSource
 from .builtin import HANDLERS, BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable, is_dict_key
@@ -94,6 +94,10 @@ class VariableBuilder:
     def wrap(self, value):
         if isinstance(value, torch.Tensor):
             return self.wrap_tensor(value)
+        if type(value) is int and isinstance(self.source, LocalSource):  # maybe a symbol (automatic dynamic)
+            var = self.tx.output.add_int_input(self.source, value)
+            if var is not None:
+                return var
         if is_constant_value(value):
             self.guard("CONSTANT_MATCH", value)
             cls = {range: RangeVariable, slice: SliceVariable}.get(type(value), ConstantVariable)

@@ -23,7 +23,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from ...symbolic_shapes import is_symbolic, to_python
 from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
-from ..source import AttrSource
+from ..source import AttrSource, SizeSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .dicts import ConstDictVariable
@@ -149,8 +149,8 @@ class SymNodeVariable(VariableTracker):
     Python code that needs a plain number (``range(n)``, a list index, ``math.sqrt(n)``) gets
     the traced value, and a guard that the expression keeps it: the size is *specialised*."""
 
-    def __init__(self, proxy, sym):
-        super().__init__()
+    def __init__(self, proxy, sym, source=None):
+        super().__init__(source)  # an int argument traced as a symbol has one
         self.proxy = proxy
         self.sym = sym
 
@@ -170,19 +170,22 @@ class SymNodeVariable(VariableTracker):
         return bool(self.sym)
 
     def reconstruct(self, codegen):
-        """After the graph, Python computes the number again from the inputs' sizes (a returned
-        ``x.shape[0] * 2`` is ``L['x'].size()[0] * 2``), so the graph returns only tensors."""
+        """After the graph, Python computes the number again from the inputs' sizes and int
+        arguments (a returned ``x.shape[0] * 2`` is ``L['x'].size()[0] * 2``), so the graph
+        returns only tensors."""
+        if self.source is not None:
+            return self.source.reconstruct(codegen)
         shape_env, expr = self.sym.node.shape_env, self.sym.node.expr
         symbols = sorted(expr.free_symbols, key=str)
         sources = [shape_env.var_to_sources[symbol][0] for symbol in symbols]
         params = [f"t{i}" for i in range(len(symbols))]
-        size_of = {symbol: f"{param}.size()[{source.dim}]"
-                   for symbol, param, source in zip(symbols, params, sources)}
-        compute = eval(f"lambda {', '.join(params)}: {to_python(expr, size_of.get)}")  # noqa: S307 (our text)
+        value_of = {symbol: f"{param}.size()[{source.dim}]" if isinstance(source, SizeSource) else param
+                    for symbol, param, source in zip(symbols, params, sources)}
+        compute = eval(f"lambda {', '.join(params)}: {to_python(expr, value_of.get)}")  # noqa: S307 (our text)
         eval_frame.set_skip(compute.__code__)  # plain Python: not a frame to compile
         codegen.load_const(compute, push_null=True)
         for source in sources:
-            source.base.reconstruct(codegen)
+            (source.base if isinstance(source, SizeSource) else source).reconstruct(codegen)
         codegen.call(len(sources))
 
     def __repr__(self):
