@@ -93,8 +93,7 @@ class OutputGraph:
         """A placeholder for the tensor at ``source`` (or the existing one if already an input)."""
         if id(value) in self.input_by_id:  # the same tensor reached twice (tied weights)
             first = self.input_by_id[id(value)]
-            self.add_guard(Guard(source, "TENSOR_MATCH", tensor_properties(value)))
-            self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))
+            self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))  # first's TENSOR_MATCH holds
             return first
         example, properties = self.example_input(source, value)
         self.add_guard(Guard(source, "TENSOR_MATCH", properties))
@@ -309,19 +308,25 @@ def symbolic_layout(shape_env, source, value, dims):
     """Sizes with a symbol for each dimension in ``dims``, and the strides of a dense tensor laid
     out like ``value`` in terms of them; None if ``value`` is not dense (a slice, an expanded
     tensor), whose strides no expression in its sizes describes: it is traced with static sizes."""
-    if value.numel() == 0:
+    innermost_first = sorted(range(value.dim()), key=lambda d: (value.stride(d), value.shape[d]))
+    if value.numel() == 0 or dense_strides(value.shape, innermost_first) != [
+            stride if n != 1 else None for n, stride in zip(value.shape, value.stride())]:
         return None
     sizes = [shape_env.create_symint(n, SizeSource(source, d)) if d in dims else n
              for d, n in enumerate(value.shape)]
-    strides = [None] * value.dim()
+    strides = dense_strides(sizes, innermost_first)
+    return sizes, [1 if stride is None else stride for stride in strides]
+
+
+def dense_strides(sizes, innermost_first):
+    """The strides of a dense tensor of ``sizes`` laid out innermost dimension first (None for a
+    dimension of size 1, whose stride does not matter)."""
+    strides = [None] * len(sizes)
     running = 1
-    for d in sorted(range(value.dim()), key=lambda d: (value.stride(d), value.shape[d])):
-        strides[d] = running
+    for d in innermost_first:
+        strides[d] = running if sizes[d] != 1 else None
         running = running * sizes[d]
-    if any(n != 1 and int(shape_env.hint(sym_expr(st))) != actual
-           for st, n, actual in zip(strides, value.shape, value.stride())):
-        return None
-    return sizes, strides
+    return strides
 
 
 def sym_expr(value):
