@@ -80,6 +80,12 @@ def to_python(expr, name_of):
         return f"{paren(expr.args[0])} % {paren(expr.args[1])}"
     if isinstance(expr, (sympy.Max, sympy.Min)):
         return f"{type(expr).__name__.lower()}({', '.join(to_python(a, name_of) for a in expr.args)})"
+    if isinstance(expr, sympy.floor):  # of a float expression (an upsampling scale)
+        return f"int({paren(expr.args[0])} // 1)"
+    if isinstance(expr, sympy.ceiling):
+        return f"-int(-{paren(expr.args[0])} // 1)"
+    if isinstance(expr, sympy.Abs):
+        return f"abs({to_python(expr.args[0], name_of)})"
     if type(expr) in PYTHON_OPERATORS:
         return f"{paren(expr.lhs)} {PYTHON_OPERATORS[type(expr)]} {paren(expr.rhs)}"
     if isinstance(expr, (sympy.And, sympy.Or)):

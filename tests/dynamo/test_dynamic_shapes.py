@@ -3,11 +3,12 @@ every compiled result checked against eager."""
 import warnings
 
 import pytest
+import sympy
 import torch
 
 import tinydynamo
 from tinydynamo import config
-from tinydynamo.symbolic_shapes import FloorDiv, ShapeEnv
+from tinydynamo.symbolic_shapes import FloorDiv, ShapeEnv, to_python
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
 
@@ -278,3 +279,12 @@ def test_the_same_tensor_twice_and_non_dense_inputs():
     # a strided slice has no dense layout to express in its sizes: it stays static
     stats = check_sizes(f, lambda n: (torch.randn(n, 6)[:, ::2], torch.randn(n, 3)), [4, 5, 6], dynamic=True)
     assert stats["frames_compiled"] == 3
+
+
+def test_size_expressions_print_as_python_that_computes_them():
+    s = sympy.Symbol("s0", integer=True, positive=True)
+    for expr in [sympy.floor(1.7 * s), sympy.ceiling(s / 3), sympy.Abs(s - 5), FloorDiv(s + 1, 2) * 3,
+                 sympy.Mod(2 * s, 3), sympy.Max(s, 4) - sympy.Min(s, 2)]:
+        text = to_python(expr, lambda symbol: "n")
+        for n in (2, 3, 7, 11):
+            assert eval(text, {"n": n}) == int(expr.subs(s, n)), (expr, text, n)
