@@ -296,3 +296,131 @@ def joint_graph(joint, num_fwd_outputs, forward, backward, width=COLUMN):
     entries = [(k, c, "#666666") for k, c in PARTITION_COLOURS.items()] + [("saved", "white", RED)]
     legend(ax, entries, ROW * len(rows) + 0.1, left=0)
     plt.show()
+
+
+# --- fusion ------------------------------------------------------------------------------------
+
+KERNEL_COLOURS = [BLUE, GREEN, ORANGE, "#e6b8e6", "#f4e19e", "#9edfe0"]
+
+
+def member_label(node):
+    """A scheduler node's buffer number, with Σ for a reduction: buf12 → "Σ12"."""
+    reduction = getattr(node, "is_reduction", lambda: False)()
+    return ("Σ" if reduction else "") + node.name.removeprefix("buf")
+
+
+def draw_schedule(ax, scheduler, left, width, title, row_height=0.36):
+    """One row per kernel, in the order they run: the scheduler nodes each kernel computes.
+
+    A generated kernel's nodes share a colour; a hollow box is a local buffer, which never reaches
+    memory; a grey box is an extern call.
+    """
+    kernels = scheduler.kernels
+    ax.text(left + width / 2, 0.2, title, ha="center", va="center", fontsize=FONT, fontweight="bold")
+    slots = max(len(getattr(k, "nodes", [k])) for k in kernels)
+    slot = min(0.75, (width - 0.45) / slots)
+    for k, kernel in enumerate(kernels):
+        y = 0.55 + k * row_height
+        ax.text(left + 0.35, y, f"k{k}", ha="right", va="center", fontsize=FONT, color="#555555")
+        if not hasattr(kernel, "nodes"):  # an extern call
+            box(ax, left + 0.45 + slot, y, f"{kernel.kernel.kernel_name()} → {member_label(kernel)}",
+                2 * slot - 0.06, row_height - 0.08, colour=GREY)
+            continue
+        colour = KERNEL_COLOURS[k % len(KERNEL_COLOURS)]
+        for i, node in enumerate(kernel.nodes):
+            local = node.name in kernel.local_buffers
+            box(ax, left + 0.45 + (i + 0.5) * slot, y, member_label(node), slot - 0.06, row_height - 0.08,
+                colour="white" if local else colour, edge="#555555" if not local else "#888888",
+                linestyle="--" if local else "-")
+
+
+def schedules(forward, backward, width=COLUMN):
+    """The kernels of a forward and a backward graph side by side."""
+    rows = max(len(forward.kernels), len(backward.kernels))
+    fig, ax = canvas(width, 0.55 + rows * 0.36 + 0.3)
+    draw_schedule(ax, forward, 0, width / 2 - 0.1, f"forward: {len(forward.kernels)} kernels")
+    draw_schedule(ax, backward, width / 2 + 0.1, width / 2 - 0.1, f"backward: {len(backward.kernels)} kernels")
+    legend(ax, [("buffer written to memory", BLUE, "#555555"), ("local buffer", "white", "#888888"),
+                ("extern call", GREY, "#555555")], 0.55 + rows * 0.36 - 0.1, left=0)
+    plt.show()
+
+
+# --- the loop IR -------------------------------------------------------------------------------
+
+def loop_nest_text(buffer, read, write, index, rindex):
+    """The loops that a one-dimensional Reduction over one reduction dimension stands for."""
+    (x,), (r,) = index, rindex
+    reduction = buffer.data.reduction_type
+    return "\n".join([f"for {x} in range({x.size}):", f"    acc = identity of {reduction}",
+                      f"    for {r} in range({r.size}):", f"        acc = {reduction}(acc, {read.name}[{read.index}])",
+                      f"    {write.name}[{write.index}] = acc"])
+
+
+def iteration_space(buffer, width=COLUMN):
+    """A Reduction's loop nest, and its iteration space: one cell per (x0, r0), labelled with the
+    input element it loads, and coloured by the output element it is reduced into."""
+    from tinydynamo.inductor.dependencies import extract_read_writes
+    from tinydynamo.inductor.ir import index_vars
+
+    index, rindex = index_vars("x", buffer.data.ranges), index_vars("r", buffer.data.reduction_ranges)
+    reads_writes = extract_read_writes(buffer, index, rindex)
+    read, write = reads_writes.reads[0], reads_writes.writes[0]
+    (x,), (r,) = index, rindex
+    cell = min(0.42, (width - 1.4) / (r.size + 2))
+    fig, ax = canvas(width, 2.0 + x.size * cell)
+    ax.text(0.1, 0.1, loop_nest_text(buffer, read, write, index, rindex), va="top", family="monospace",
+            fontsize=FONT)
+    top, left = 1.35, 0.9
+    ax.text(left + r.size * cell / 2, top - 0.12, f"{r}: reduction index →", ha="center", fontsize=FONT)
+    ax.text(left - 0.12, top + x.size * cell / 2, f"{x} ↓", ha="right", va="center", fontsize=FONT)
+    for i in range(x.size):
+        colour = KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
+        for j in range(r.size):
+            at = read.index.subs({x: i, r: j}).const
+            ax.add_patch(Rectangle((left + j * cell, top + i * cell), cell, cell, facecolor=colour, edgecolor="white"))
+            ax.text(left + (j + 0.5) * cell, top + (i + 0.5) * cell, str(at), ha="center", va="center",
+                    fontsize=FONT - 1)
+        out = left + (r.size + 1.2) * cell
+        arrow(ax, (left + r.size * cell + 0.05, top + (i + 0.5) * cell), (out - 0.05, top + (i + 0.5) * cell))
+        box(ax, out + 0.45, top + (i + 0.5) * cell, f"{write.name}[{write.index.subs({x: i}).const}]", 0.9,
+            cell - 0.06, colour=colour, family="monospace")
+    ax.text(left, top + x.size * cell + 0.12, f"each cell: the element of {read.name} it loads", va="top",
+            fontsize=FONT, style="italic", color="#444444")
+    plt.show()
+
+
+# --- Triton ------------------------------------------------------------------------------------
+
+def program_tiles(ax, xnumel, rnumel, config, programs, left, top, width, height):
+    """The [xnumel, rnumel] tensor split among `programs` instances of [XBLOCK, RBLOCK] tiles."""
+    rows = max(xnumel, programs * config.XBLOCK)
+    row, column = height / rows, width / max(rnumel, config.RBLOCK)
+    for p in range(programs):
+        y = top + p * config.XBLOCK * row
+        colour = KERNEL_COLOURS[p % len(KERNEL_COLOURS)]
+        inside = min(config.XBLOCK, xnumel - p * config.XBLOCK)
+        ax.add_patch(Rectangle((left, y), rnumel * column, inside * row, facecolor=colour, edgecolor="#555555"))
+        for i in range(1, inside):  # one line between rows: a tile holds XBLOCK of them
+            ax.plot([left, left + rnumel * column], [y + i * row] * 2, color="white", linewidth=0.5)
+        if inside < config.XBLOCK:  # lanes past xnumel: masked off
+            ax.add_patch(Rectangle((left, y + inside * row), config.RBLOCK * column, (config.XBLOCK - inside) * row,
+                                   facecolor="white", edgecolor="#999999", hatch="///", linestyle="--"))
+            ax.text(left + width / 2, y + (inside + config.XBLOCK) / 2 * row, "masked lanes (xmask false)",
+                    ha="center", va="center", fontsize=FONT, backgroundcolor="white")
+        label = f"program {p}: rows {p * config.XBLOCK}–{p * config.XBLOCK + inside - 1}"
+        if config.XBLOCK * row >= 0.22:
+            ax.text(left + width / 2, y + inside * row / 2, label, ha="center", va="center", fontsize=FONT)
+
+
+def triton_grid(xnumel, rnumel, launches, width=COLUMN):
+    """Side by side, for each (Config, grid) of `launches`: how the programs tile the tensor."""
+    panel, height = width / len(launches), 2.6
+    fig, ax = canvas(width, height + 0.9)
+    for k, (config, grid) in enumerate(launches):
+        left = k * panel + 0.3
+        ax.text(left + (panel - 0.5) / 2, 0.2, f"XBLOCK={config.XBLOCK}, RBLOCK={config.RBLOCK}: grid {grid}",
+                ha="center", fontsize=FONT, fontweight="bold")
+        program_tiles(ax, xnumel, rnumel, config, grid[0], left, 0.45, panel - 0.5, height)
+        ax.text(left + (panel - 0.5) / 2, height + 0.6, f"{rnumel} elements per row (r) →", ha="center",
+                fontsize=FONT)
+    plt.show()
