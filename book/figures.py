@@ -101,7 +101,7 @@ def draw_edges(ax, centre, half, inputs_of):
         for source in inputs_of(node):
             if source in centre:
                 sx, sy = centre[source]
-                bend = 0.2 if y - sy > 1.5 * ROW else 0
+                bend = (-0.3 if sx > x else 0.3) if y - sy > 1.5 * ROW else 0  # bow outwards
                 arrow(ax, (sx, sy + half[source]), (x, y - half[node]), connectionstyle=f"arc3,rad={bend}")
 
 
@@ -130,6 +130,8 @@ def short_target(node):
         return f".{target}" if node.op == "call_method" else str(target)
     if hasattr(target, "_schema"):  # an OpOverload
         return f"aten.{target._schema.name.split('::')[1]}"
+    if type(target).__name__ == "Prim":
+        return repr(target)  # prims.mul
     module = getattr(target, "__module__", None) or ""
     return f"{module.split('.')[0].replace('_operator', 'operator')}.{target.__name__}"
 
@@ -423,4 +425,69 @@ def triton_grid(xnumel, rnumel, launches, width=COLUMN):
         program_tiles(ax, xnumel, rnumel, config, grid[0], left, 0.45, panel - 0.5, height)
         ax.text(left + (panel - 0.5) / 2, height + 0.6, f"{rnumel} elements per row (r) →", ha="center",
                 fontsize=FONT)
+    plt.show()
+
+
+# --- bytecode, guards and prims ----------------------------------------------------------------
+
+def stack_depths(fn, width=COLUMN):
+    """The value stack after each instruction of `fn` (straight-line code), one column each."""
+    import dis
+
+    instructions = list(dis.get_instructions(fn))
+    depth, depths = 0, []
+    for instr in instructions:
+        depth += dis.stack_effect(instr.opcode, instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None)
+        depths.append(depth)
+    labels = [f"{instr.opname} {instr.argrepr}".strip() for instr in instructions]
+    column, slot = width / len(instructions), 0.28
+    top = 0.3 + slot * max(depths)
+    fig, ax = canvas(width, top + 0.25 + text_width(max(labels, key=len), FONT - 1))
+    for i, (label, d) in enumerate(zip(labels, depths)):
+        x = (i + 0.5) * column
+        for level in range(d):
+            ax.add_patch(Rectangle((x - column * 0.35, top - (level + 1) * slot), column * 0.7, slot - 0.03,
+                                   facecolor=BLUE, edgecolor="#555555", linewidth=0.6))
+        ax.text(x, top + 0.08, label, rotation=90, ha="center", va="top",
+                family="monospace", fontsize=FONT - 1)
+    stacksize = fn.__code__.co_stacksize
+    ax.plot([0, width], [top - stacksize * slot - 0.01] * 2, color=RED, linestyle="--", linewidth=1)
+    ax.text(width - 0.05, top - stacksize * slot - 0.05, f"co_stacksize = {stacksize}", ha="right", va="bottom",
+            color=RED, fontsize=FONT)
+    plt.show()
+
+
+def call_timeline(calls, width=COLUMN):
+    """One row per call of a compiled function: what changed, and whether it compiled or hit the cache.
+
+    `calls` are (description, compiled?) in call order.
+    """
+    row = 0.36
+    fig, ax = canvas(width, row * len(calls) + 0.5)
+    for i, (description, compiled) in enumerate(calls):
+        y = 0.2 + (i + 0.5) * row
+        ax.text(0.1, y, description, va="center", family="monospace", fontsize=FONT)
+        box(ax, width - 0.9, y, "compiled" if compiled else "cache hit", 1.5, row - 0.08,
+            colour=ORANGE if compiled else GREEN)
+    plt.show()
+
+
+def decomposition(aten_gm, prim_gm, width=COLUMN):
+    """An aten graph and the prim graph it decomposed into, side by side; each prim node has the
+    colour of the aten node it came from (its `meta["aten_node"]`)."""
+    colours = {n.name: KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
+               for i, n in enumerate(n for n in aten_gm.graph.nodes if n.op == "call_function")}
+
+    def style(node):
+        origin = node.name if node.graph is aten_gm.graph else node.meta.get("aten_node")
+        return {"colour": colours.get(origin, GREY if node.op == "placeholder" else "white")}
+
+    rows = [fx_rows(gm.graph) for gm in (aten_gm, prim_gm)]
+    split = width * 0.4
+    fig, ax = canvas(width, ROW * max(map(len, rows)) + 0.5)
+    for gm, graph_rows, left, band in ((aten_gm, rows[0], 0, split), (prim_gm, rows[1], split, width - split)):
+        draw_dag(ax, graph_rows, lambda n: n.all_input_nodes, fx_label, left, 0.35, band, style)
+    ax.text(split / 2, 0.15, "aten graph", ha="center", fontweight="bold", fontsize=FONT)
+    ax.text(split + (width - split) / 2, 0.15, "prim graph", ha="center", fontweight="bold", fontsize=FONT)
+    ax.axvline(split, color="#bbbbbb", linestyle="--", linewidth=0.8)
     plt.show()

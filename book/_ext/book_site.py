@@ -1,7 +1,8 @@
 """Two fixes to the HTML pages of the published book, loaded through _config.yml's local_extensions.
 
-* sphinx-thebe adds its configuration script each time Sphinx reads the sources, and the page then
-  declares `THEBE_JS_URL` twice, a JavaScript error on every page. A page keeps one copy.
+* sphinx-thebe's configuration script reaches each page twice (once with the file name None, once
+  with ''), so the page declares `THEBE_JS_URL` twice, a JavaScript error on every page. A page
+  keeps one copy of each script.
 * Colab opens notebooks from GitHub only as `.ipynb`, and the chapters are MyST Markdown. The Colab
   button opens the executed notebook that the publishing workflow pushes to the `gh-pages` branch
   (the book's `_sources/<page>.ipynb`, which the download button also serves).
@@ -10,9 +11,12 @@ PAGES_BRANCH = "gh-pages"
 
 
 def drop_repeated_scripts(app, pagename, templatename, context, doctree):
-    unique = []
+    """Keep the first of scripts that are the same; an inline script's file name is None or ''."""
+    seen, unique = set(), []
     for script in context.get("script_files", []):
-        if script not in unique:
+        key = (script.filename or "", script.priority, tuple(sorted(script.attributes.items())))
+        if key not in seen:
+            seen.add(key)
             unique.append(script)
     context["script_files"] = unique
 
