@@ -96,13 +96,15 @@ def draw_nodes(ax, centre, label, box_width, style=lambda node: {}):
 
 
 def draw_edges(ax, centre, half, inputs_of):
-    """An arrow from each input's box to its user's; one that skips rows bends past the boxes."""
+    """An arrow from each input's box to its user's."""
     for node, (x, y) in centre.items():
         for source in inputs_of(node):
             if source in centre:
                 sx, sy = centre[source]
-                bend = (-0.3 if sx > x else 0.3) if y - sy > 1.5 * ROW else 0  # bow outwards
-                arrow(ax, (sx, sy + half[source]), (x, y - half[node]), connectionstyle=f"arc3,rad={bend}")
+                long = y - sy > 1.5 * ROW  # skips a row: bow outwards, in a lighter grey than the boxes
+                bend = (-0.3 if sx > x else 0.3) if long else 0
+                arrow(ax, (sx, sy + half[source]), (x, y - half[node]), colour="#aaaaaa" if long else "#777777",
+                      connectionstyle=f"arc3,rad={bend}")
 
 
 def draw_dag(ax, rows, inputs_of, label, left, top, width, style=lambda node: {}):
