@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book assignments grade test-hook bench demo clean
+.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book check-site check-workflows assignments grade test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(EXT_STAMP): $(STAMP) $(wildcard src/tinydynamo/_C/*.c src/tinydynamo/_C/*.h)
 install: $(EXT_STAMP)
 
 test: install
-	$(MAKE) pytest test-hook check-assignments book
+	$(MAKE) pytest test-hook check-assignments check-workflows book check-site
 
 pytest: install
 	$(PY) -m pytest
@@ -58,7 +58,18 @@ test-py312:
 	$(VENV312)/bin/python setup.py -q build_ext --inplace
 	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
-check-assignments: install
+check-# The published site as a reader's browser sees it: every page of _build/html (built by `make book`)
+# opened in headless Chromium, failing on a JavaScript error, a broken internal link or image, or a
+# code block that scrolls sideways. Chromium is Debian's package, installed here if missing (as root).
+check-site: install
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	$(PY) tools/check_site.py _build/html
+
+# The GitHub Actions workflows (.github/workflows), checked by actionlint.
+check-workflows: install
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+
+assignments: install
 	$(PY) -m tinydynamo.course.check
 
 book: install
