@@ -58,7 +58,7 @@ test-py312:
 	$(VENV312)/bin/python setup.py -q build_ext --inplace
 	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
-check-# The published site as a reader's browser sees it: every page of _build/html (built by `make book`)
+# The published site as a reader's browser sees it: every page of _build/html (built by `make book`)
 # opened in headless Chromium, failing on a JavaScript error, a broken internal link or image, or a
 # code block that scrolls sideways. Chromium is Debian's package, installed here if missing (as root).
 check-site: install
@@ -69,7 +69,7 @@ check-site: install
 check-workflows: install
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
-assignments: install
+check-assignments: install
 	$(PY) -m tinydynamo.course.check
 
 book: install
