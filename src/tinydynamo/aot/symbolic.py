@@ -1,0 +1,176 @@
+"""Symbolic sizes as graph values (chapter 6, and chapter 7 reuses it).
+
+When dynamo marks a dimension dynamic, a graph input's size is a ``torch.SymInt``: a Python
+int stand-in whose ``.node.expr`` is a sympy expression over size symbols (``s0``, ``2*s0``,
+``s0*s1``). Tracing with such sizes, an op's arguments may contain SymInts
+(``view(x, [s0*s1, -1])``). A graph cannot hold a SymInt as a literal: it would bake in the
+size of one call. So every SymInt argument becomes a *graph value*:
+
+* a free symbol is read from the graph inputs: the SymInt input whose expression is that
+  symbol, or else ``aten.sym_size.int(x, dim)`` of the first input tensor ``x`` with that
+  symbol as a size (or ``aten.sym_stride.int`` for a stride);
+* a compound expression becomes ``operator.add`` / ``operator.mul`` / ``operator.floordiv``
+  ... nodes over its parts, each expression emitted once (``SymbolicValues`` caches them).
+
+PyTorch's ``make_fx`` does the same job differently: it tracks every SymInt the program
+computes to the proxy that computed it (``torch/fx/experimental/proxy_tensor.py``).
+tinydynamo rebuilds the value from its expression, which needs only ``.node.expr``.
+
+At run time the sizes are plain ints again: ``bind_symbols`` pairs the symbols of the traced
+(symbolic) inputs with a call's concrete inputs, and ``evaluate`` computes an expression.
+"""
+import operator
+
+import sympy
+import torch
+import torch.fx as fx
+
+aten = torch.ops.aten
+
+SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+# sympy (and size-arithmetic) expression types -> the Python operation that computes them.
+# Matched by class name: PyTorch's ShapeEnv and tinydynamo's define their own FloorDiv, Mod.
+_OPERATIONS = {
+    "Add": operator.add,
+    "Mul": operator.mul,
+    "FloorDiv": operator.floordiv,
+    "Mod": operator.mod,
+    "PythonMod": operator.mod,
+    "Max": torch.sym_max,
+    "Min": torch.sym_min,
+    "Pow": operator.pow,
+}
+
+# The ops a symbolic graph computes sizes with (the targets ``SymbolicValues`` emits).
+SIZE_OPS = frozenset({
+    aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, *_OPERATIONS.values(),
+    operator.sub, operator.neg, operator.pow,
+})
+
+# A size whose hint (its value in the example inputs) is unknown: PyTorch guesses 8192 too.
+_UNKNOWN_SIZE_HINT = 8192
+
+
+def is_symbolic(value):
+    """Is ``value`` a SymInt (SymFloat, SymBool), or a tensor with a symbolic size or stride?"""
+    if isinstance(value, SYM_TYPES):
+        return True
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride()))
+    return False
+
+
+def hint(size):
+    """The concrete value of an int or SymInt, for cost estimates (never for the graph)."""
+    if isinstance(size, torch.SymInt):
+        value = size.node.hint
+        return _UNKNOWN_SIZE_HINT if value is None else int(value)
+    return int(size)
+
+
+def _symbolic_sizes(value):
+    """(kind, dim, SymInt) for each size and stride of a tensor; a SymInt is its own."""
+    if isinstance(value, torch.SymInt):
+        return [("int", None, value)]
+    if isinstance(value, torch.Tensor):
+        return [*(("size", d, s) for d, s in enumerate(value.shape)),
+                *(("stride", d, s) for d, s in enumerate(value.stride()))]
+    return []
+
+
+class SymbolicValues:
+    """Turns SymInts into nodes of ``graph``: its inputs provide the symbols."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.nodes = {}  # sympy expression -> the node computing it
+        self.sources = {}  # symbol -> (graph input node, "size" | "stride", dim)
+
+    def add_input(self, node, value):
+        """Note which symbols graph input ``node`` (with example ``value``) provides."""
+        for kind, dim, size in _symbolic_sizes(value):
+            if not isinstance(size, torch.SymInt) or not isinstance(size.node.expr, sympy.Symbol):
+                continue
+            if kind == "int":
+                self.nodes.setdefault(size.node.expr, node)
+            else:
+                self.sources.setdefault(size.node.expr, (node, kind, dim))
+
+    def node_of(self, value):
+        """A graph value for ``value``: a node for a SymInt; ``value`` itself otherwise."""
+        if isinstance(value, (torch.SymFloat, torch.SymBool)):
+            raise NotImplementedError(
+                f"tinydynamo: a symbolic {type(value).__name__} ({value}) used as an op argument; "
+                "only symbolic integer sizes are supported")
+        if not isinstance(value, torch.SymInt):
+            return value
+        return self._emit(value.node.expr)
+
+    def _emit(self, expr):
+        if expr.is_Integer:
+            return int(expr)
+        if expr in self.nodes:
+            return self.nodes[expr]
+        if isinstance(expr, sympy.Symbol):
+            node = self._read_symbol(expr)
+        else:
+            node = self._compute(expr)
+        self.nodes[expr] = node
+        return node
+
+    def _read_symbol(self, symbol):
+        if symbol not in self.sources:
+            raise NotImplementedError(
+                f"tinydynamo: size symbol {symbol} is neither a SymInt input of the graph nor a "
+                "size or stride of an input tensor; unsupported")
+        source, kind, dim = self.sources[symbol]
+        op = aten.sym_size.int if kind == "size" else aten.sym_stride.int
+        val = source.meta["val"].shape[dim] if kind == "size" else source.meta["val"].stride(dim)
+        return self._call(op, (source, dim), val)
+
+    def _compute(self, expr):
+        name = type(expr).__name__
+        if name not in _OPERATIONS:
+            raise NotImplementedError(f"tinydynamo: cannot compute the size expression {expr} "
+                                      f"({name}) in a graph; unsupported")
+        op = _OPERATIONS[name]
+        parts = [self._emit(arg) for arg in expr.args]
+        node = parts[0]
+        for part in parts[1:]:  # sympy's Add and Mul have any number of terms
+            node = self._call(op, (node, part), op(_val(node), _val(part)))
+        return node
+
+    def _call(self, op, args, val):
+        node = self.graph.call_function(op, args)
+        node.meta["val"] = val
+        node.meta["device"] = None
+        return node
+
+
+def _val(value):
+    return value.meta["val"] if isinstance(value, fx.Node) else value
+
+
+def bind_symbols(symbolic_values, concrete_values):
+    """{symbol: int}: the value each size symbol takes in ``concrete_values`` (real tensors and
+    ints), paired position by position with ``symbolic_values`` (what was traced)."""
+    bindings = {}
+    for symbolic, concrete in zip(symbolic_values, concrete_values):
+        concrete_sizes = [size for _, _, size in _symbolic_sizes(concrete)]
+        if isinstance(concrete, int):
+            concrete_sizes = [concrete]
+        for (_, _, size), value in zip(_symbolic_sizes(symbolic), concrete_sizes):
+            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                bindings.setdefault(size.node.expr, int(value))
+    return bindings
+
+
+def evaluate(value, bindings):
+    """The int a SymInt stands for, given the symbols' values; other values are returned as is."""
+    if not isinstance(value, torch.SymInt):
+        return value
+    result = value.node.expr.xreplace({s: sympy.Integer(v) for s, v in bindings.items()})
+    if not result.is_Integer:
+        raise RuntimeError(f"tinydynamo: the size {value.node.expr} depends on unbound symbols {result.free_symbols}")
+    return int(result)
