@@ -69,9 +69,9 @@ def hint(size):
     return int(size)
 
 
-def _symbolic_sizes(value):
-    """(kind, dim, SymInt) for each size and stride of a tensor; a SymInt is its own."""
-    if isinstance(value, torch.SymInt):
+def _sizes_of(value):
+    """(kind, dim, size) for each size and stride of a tensor; an int or SymInt is its own."""
+    if isinstance(value, (int, torch.SymInt)):
         return [("int", None, value)]
     if isinstance(value, torch.Tensor):
         return [*(("size", d, s) for d, s in enumerate(value.shape)),
@@ -89,7 +89,7 @@ class SymbolicValues:
 
     def add_input(self, node, value):
         """Note which symbols graph input ``node`` (with example ``value``) provides."""
-        for kind, dim, size in _symbolic_sizes(value):
+        for kind, dim, size in _sizes_of(value):
             if not isinstance(size, torch.SymInt) or not isinstance(size.node.expr, sympy.Symbol):
                 continue
             if kind == "int":
@@ -157,12 +157,11 @@ def bind_symbols(symbolic_values, concrete_values):
     ints), paired position by position with ``symbolic_values`` (what was traced)."""
     bindings = {}
     for symbolic, concrete in zip(symbolic_values, concrete_values):
-        concrete_sizes = [size for _, _, size in _symbolic_sizes(concrete)]
-        if isinstance(concrete, int):
-            concrete_sizes = [concrete]
-        for (_, _, size), value in zip(_symbolic_sizes(symbolic), concrete_sizes):
-            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                bindings.setdefault(size.node.expr, int(value))
+        concrete_sizes = [size for _, _, size in _sizes_of(concrete)]
+        for (_, _, size), value in zip(_sizes_of(symbolic), concrete_sizes):
+            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol) \
+                    and isinstance(value, int):
+                bindings.setdefault(size.node.expr, value)
     return bindings
 
 

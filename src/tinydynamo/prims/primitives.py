@@ -364,7 +364,7 @@ def view_strides(shape, strides, new_shape):
 
 
 def _reshape_meta(a, shape):
-    _check(all(isinstance(s, int) and s >= 0 for s in shape),
+    _check(all(isinstance(s, (int, torch.SymInt)) and s >= 0 for s in shape),
            f"prims.reshape: shape {shape} must be explicit (no -1)")
     _check(math.prod(shape) == a.numel(), f"prims.reshape: cannot reshape {tuple(a.shape)} to {shape}")
     strides = view_strides(a.shape, a.stride(), shape)
