@@ -8,7 +8,9 @@ size of one call. So every SymInt argument becomes a *graph value*:
 
 * a free symbol is read from the graph inputs: the SymInt input whose expression is that
   symbol, or else ``aten.sym_size.int(x, dim)`` of the first input tensor ``x`` with that
-  symbol as a size (or ``aten.sym_stride.int`` for a stride);
+  symbol as a size (or ``aten.sym_stride.int`` for a stride). A backward graph may receive a
+  symbol only inside a sum (a size ``s0 + s1``, with ``s1`` known): it is solved for,
+  ``s0 = (s0 + s1) - s1``;
 * a compound expression becomes ``operator.add`` / ``operator.mul`` / ``operator.floordiv``
   ... nodes over its parts, each expression emitted once (``SymbolicValues`` caches them).
 
@@ -85,12 +87,13 @@ class SymbolicValues:
     def __init__(self, graph):
         self.graph = graph
         self.nodes = {}  # sympy expression -> the node computing it
-        self.sources = {}  # symbol -> (graph input node, "size" | "stride", dim)
+        self.sources = {}  # expression -> (graph input node, "size" | "stride", dim)
+        self._solving = set()  # symbols being solved for (see _solve)
 
     def add_input(self, node, value):
-        """Note which symbols graph input ``node`` (with example ``value``) provides."""
+        """Note which sizes graph input ``node`` (with example ``value``) provides."""
         for kind, dim, size in _sizes_of(value):
-            if not isinstance(size, torch.SymInt) or not isinstance(size.node.expr, sympy.Symbol):
+            if not isinstance(size, torch.SymInt):
                 continue
             if kind == "int":
                 self.nodes.setdefault(size.node.expr, node)
@@ -112,22 +115,36 @@ class SymbolicValues:
             return int(expr)
         if expr in self.nodes:
             return self.nodes[expr]
-        if isinstance(expr, sympy.Symbol):
-            node = self._read_symbol(expr)
+        if expr in self.sources:
+            node = self._read_size(*self.sources[expr])
+        elif isinstance(expr, sympy.Symbol):
+            node = self._solve(expr)
         else:
             node = self._compute(expr)
         self.nodes[expr] = node
         return node
 
-    def _read_symbol(self, symbol):
-        if symbol not in self.sources:
-            raise NotImplementedError(
-                f"tinydynamo: size symbol {symbol} is neither a SymInt input of the graph nor a "
-                "size or stride of an input tensor; unsupported")
-        source, kind, dim = self.sources[symbol]
+    def _read_size(self, source, kind, dim):
         op = aten.sym_size.int if kind == "size" else aten.sym_stride.int
         val = source.meta["val"].shape[dim] if kind == "size" else source.meta["val"].stride(dim)
         return self._call(op, (source, dim), val)
+
+    def _solve(self, symbol):
+        """A symbol that no input provides alone: find an input size ``symbol + rest`` whose
+        ``rest`` can be computed, and subtract it."""
+        self._solving.add(symbol)
+        try:
+            for known in [*self.nodes, *self.sources]:
+                rest = known - symbol
+                if symbol in known.free_symbols and symbol not in rest.free_symbols \
+                        and not rest.free_symbols & self._solving:
+                    total, part = self._emit(known), self._emit(rest)
+                    return self._call(operator.sub, (total, part), _val(total) - _val(part))
+        finally:
+            self._solving.discard(symbol)
+        raise NotImplementedError(
+            f"tinydynamo: size symbol {symbol} is neither a SymInt input of the graph nor a "
+            "size or stride of an input tensor (or a sum with one); unsupported")
 
     def _compute(self, expr):
         name = type(expr).__name__
@@ -154,14 +171,26 @@ def _val(value):
 
 def bind_symbols(symbolic_values, concrete_values):
     """{symbol: int}: the value each size symbol takes in ``concrete_values`` (real tensors and
-    ints), paired position by position with ``symbolic_values`` (what was traced)."""
-    bindings = {}
+    ints), paired position by position with ``symbolic_values`` (what was traced). A symbol
+    seen only in a sum (``s0 + s1 == 7`` and ``s1 == 3``) is solved for."""
+    equations = []  # (expression, the int it equals)
     for symbolic, concrete in zip(symbolic_values, concrete_values):
-        concrete_sizes = [size for _, _, size in _sizes_of(concrete)]
-        for (_, _, size), value in zip(_sizes_of(symbolic), concrete_sizes):
-            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol) \
-                    and isinstance(value, int):
-                bindings.setdefault(size.node.expr, value)
+        for (_, _, size), value in zip(_sizes_of(symbolic), [size for _, _, size in _sizes_of(concrete)]):
+            if isinstance(size, torch.SymInt) and isinstance(value, int):
+                equations.append((size.node.expr, value))
+    bindings = {}
+    solved = True
+    while solved:
+        solved = False
+        for expr, value in equations:
+            unknown = expr.free_symbols - bindings.keys()
+            if len(unknown) != 1:
+                continue
+            symbol = unknown.pop()
+            rest = expr.xreplace({s: sympy.Integer(v) for s, v in bindings.items()}) - symbol
+            if symbol not in rest.free_symbols and rest.is_Integer:  # expr is symbol + a number
+                bindings[symbol] = value - int(rest)
+                solved = True
     return bindings
 
 

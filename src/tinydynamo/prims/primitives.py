@@ -96,14 +96,15 @@ def _check_dtype(name, dtype, allowed):
 
 
 def _is_scalar(x):
-    return isinstance(x, (bool, int, float))
+    return isinstance(x, (bool, int, float, torch.SymInt, torch.SymFloat))
 
 
 def _scalar_fits(value, dtype):
-    """Can a Python scalar be used as a value of ``dtype`` without promoting it? (bool < int < float)"""
+    """Can a Python scalar be used as a value of ``dtype`` without promoting it? (bool < int < float)
+    A symbolic size (SymInt) is an int."""
     if isinstance(value, bool):
         return True
-    if isinstance(value, int):
+    if isinstance(value, (int, torch.SymInt)):
         return dtype != torch.bool
     return dtype.is_floating_point
 

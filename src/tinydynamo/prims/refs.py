@@ -34,9 +34,9 @@ def _category(dtype):
 
 
 def _scalar_dtype(value):
-    if isinstance(value, bool):
+    if isinstance(value, (bool, torch.SymBool)):
         return torch.bool
-    if isinstance(value, int):
+    if isinstance(value, (int, torch.SymInt)):  # a symbolic size is an int
         return torch.int64
     return torch.get_default_dtype()
 
@@ -74,7 +74,11 @@ def to_dtype(x, dtype):
 
 
 def scalar_of(value, dtype):
-    """A Python scalar of the kind ``dtype`` holds (aten casts scalar arguments the same way)."""
+    """A Python scalar of the kind ``dtype`` holds (aten casts scalar arguments the same way).
+    A symbolic size stays a SymInt: ``int()`` or ``float()`` of it would fix its value, and an
+    int scalar computes like the float it stands for (prims take both)."""
+    if isinstance(value, torch.SymInt) and dtype != torch.bool:
+        return value
     if dtype == torch.bool:
         return bool(value)
     return float(value) if dtype.is_floating_point else int(value)
