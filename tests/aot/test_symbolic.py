@@ -6,6 +6,7 @@ equal (Dynamo gives equal sizes one symbol, "duck sizing", and would recompile w
 differ), and no size Dynamo slices down to 0 or 1 (it specialises those).
 """
 import pytest
+import sympy
 import torch
 import torch._dynamo
 import torch.nn.functional as F
@@ -131,18 +132,23 @@ class MLP(torch.nn.Module):
         return self.fc2(torch.tanh(self.fc1(x)))
 
 
+def _loss(model, x, target):
+    return F.cross_entropy(model(x), target)
+
+
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_mlp_training_step(backend):
+    """The loss inside the graph: nll_loss is a composite op whose backward must be traced."""
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = MLP()
     counting = CountingBackend(BACKENDS[backend])
-    compiled = torch.compile(model, backend=counting, dynamic=True)
+    compiled = torch.compile(_loss, backend=counting, dynamic=True)
     for batch in BATCHES:
         x, target = torch.randn(batch, 6), torch.randint(0, 3, (batch,))
-        expected_loss = F.cross_entropy(model(x), target)
+        expected_loss = _loss(model, x, target)
         expected = torch.autograd.grad(expected_loss, list(model.parameters()))
-        loss = F.cross_entropy(compiled(x), target)
+        loss = compiled(model, x, target)
         grads = torch.autograd.grad(loss, list(model.parameters()))
         assert_close(loss, expected_loss)
         assert_close(grads, expected)
@@ -165,17 +171,21 @@ def test_gpt2_over_sequence_lengths():
     assert_close(actual, expected)
 
 
+def test_unsupported_symbolic_float_runs_eagerly_with_a_warning():
+    """With dynamic=True, Dynamo passes a float argument as a 0-d tensor and reads it with
+    .item(): a symbolic float, which tinydynamo does not trace. The "tinydynamo" backend runs
+    that graph eagerly and says why."""
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, scale: x * scale, backend="tinydynamo", dynamic=True)
+    x = torch.randn(4, 3)
+    with pytest.warns(UserWarning, match="runs eagerly: .*_local_scalar_dense"):
+        assert_close(compiled(x, 2.5), x * 2.5)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="depends on tensor data"):
+        torch._dynamo.reset()
+        torch.compile(lambda x, scale: x * scale, backend=backends.aot_eager, dynamic=True)(x, 2.5)
+
+
 def test_unsupported_size_expression_names_it():
-    import sympy
-    graph = torch.fx.Graph()
-    symbol = sympy.Symbol("s0", integer=True, positive=True)
-
-    class Node:  # the SymNode protocol: .expr is all SymbolicValues reads
-        expr = sympy.sqrt(symbol)
-
-    class Size:
-        node = Node()
-
-    values = SymbolicValues(graph)
-    with pytest.raises(NotImplementedError, match="s0"):
-        values._emit(Size.node.expr)
+    values = SymbolicValues(torch.fx.Graph())
+    with pytest.raises(NotImplementedError, match=r"size expression sqrt\(s0\)"):
+        values._emit(sympy.sqrt(sympy.Symbol("s0", integer=True, positive=True)))

@@ -22,7 +22,6 @@ import dataclasses
 
 import torch
 import torch.fx as fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._pytree import tree_flatten
 
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
@@ -66,15 +65,6 @@ def symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad):
         meta = torch.empty_strided(like.shape, like.stride(), dtype=x.dtype, device="meta")
         traced.append(meta.requires_grad_(requires_grad and x.requires_grad))
     return traced
-
-
-@contextlib.contextmanager
-def _meta_kernels_for_symbolic_sizes(symbolic):
-    """Several C++ meta kernels (``aten.view``'s, for one) accept only concrete sizes; with the
-    Python dispatcher on, torch's Python meta registrations run instead, and those compute with
-    SymInts. (That is eager torch's own meta machinery; FakeTensor relies on it the same way.)"""
-    with enable_python_dispatcher() if symbolic else contextlib.nullcontext():
-        yield
 
 
 def _view_steps(info):
@@ -185,12 +175,6 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
 
     ``symbolic_inputs``, if given, has per input its symbolic version (a tensor with SymInt
     sizes, a SymInt) or None, and the graph is traced symbolically."""
-    symbolic = symbolic_inputs is not None
-    with _meta_kernels_for_symbolic_sizes(symbolic):
-        return _capture(fn, inputs, with_backward, symbolic_inputs)
-
-
-def _capture(fn, inputs, with_backward, symbolic_inputs):
     tracer = DispatchTracer(symbolic=symbolic_inputs is not None)
     if tracer.symbolic:
         traced_inputs = symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad=with_backward)

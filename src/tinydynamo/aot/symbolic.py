@@ -148,7 +148,7 @@ class SymbolicValues:
 
     def _compute(self, expr):
         name = type(expr).__name__
-        if name not in _OPERATIONS:
+        if name not in _OPERATIONS or (name == "Pow" and not (expr.exp.is_Integer and expr.exp > 0)):
             raise NotImplementedError(f"tinydynamo: cannot compute the size expression {expr} "
                                       f"({name}) in a graph; unsupported")
         op = _OPERATIONS[name]

@@ -26,12 +26,14 @@ SymInts, so every size it computes is an expression over the size symbols. Each 
 on meta, with its arguments moved to meta and ``device=`` of factory ops rewritten to meta; the
 graph records the real device. SymInt arguments become graph values (``SymbolicValues``).
 """
+import contextlib
 import dataclasses
 import operator
 from typing import Optional
 
 import torch
 import torch.fx as fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
@@ -105,13 +107,20 @@ def _has_device_argument(func):
     return any(arg.name == "device" for arg in func._schema.arguments)
 
 
-def _on_meta(func, args, kwargs):
-    """The arguments moved to the meta device, to run ``func`` on meta (symbolic tracing)."""
+def _run_on_meta(func, args, kwargs):
+    """Run ``func`` with its arguments moved to the meta device (symbolic tracing).
+
+    Several C++ meta kernels (``aten.view``'s, for one) accept only concrete sizes; with the
+    Python dispatcher on, torch's Python meta registrations run instead, and those compute with
+    SymInts. (That is eager torch's own meta machinery; FakeTensor relies on it the same way.)
+    It is on only here, for the one op: around the whole program it would also change how
+    composite ops reach the tracer, and autograd would miss some (``nll_loss``)."""
     args, kwargs = tree_map(lambda v: to_meta(v) if isinstance(v, torch.Tensor) and not v.is_meta else v,
                             (args, kwargs))
     if _has_device_argument(func):
         kwargs = {**kwargs, "device": torch.device("meta")}
-    return args, kwargs
+    with enable_python_dispatcher():
+        return func(*args, **kwargs)
 
 
 def _check_traceable(func, args):
@@ -246,7 +255,7 @@ class DispatchTracer(TorchDispatchMode):
     def _run(self, func, args, kwargs):
         """Run the op: on the real tensors, or on meta when tracing symbolically."""
         if self.symbolic:
-            args, kwargs = _on_meta(func, args, kwargs)
+            return _run_on_meta(func, args, kwargs)
         return func(*args, **kwargs)
 
     def _trace_as_strided(self, args, kwargs):
@@ -476,7 +485,9 @@ class DispatchTracer(TorchDispatchMode):
         meta_args, meta_kwargs = tree_map(
             lambda a: a.meta["val"] if isinstance(a, fx.Node) else a, (tuple(args), dict(kwargs))
         )
-        node = self._emit(func, args, kwargs, func(*meta_args, **meta_kwargs))
+        with enable_python_dispatcher() if self.symbolic else contextlib.nullcontext():
+            val = func(*meta_args, **meta_kwargs)
+        node = self._emit(func, args, kwargs, val)
         devices = [a.meta["device"] for a in node.all_input_nodes if a.meta["device"] is not None]
         node.meta["device"] = devices[0] if devices else None
         return node
