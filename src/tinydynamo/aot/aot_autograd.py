@@ -123,8 +123,8 @@ def aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler=None, partition
     if symbolic is not None:
         symbolic = [None] * len(lifted) + symbolic
     captured = capture(flat_fn, inputs, with_backward=with_backward, symbolic_inputs=symbolic)
-    if symbolic is not None:
-        inputs = _placeholder_values(captured.graph_module)
+    if symbolic is not None:  # the compilers get the traced values (primals come first)
+        inputs = _placeholder_values(captured.graph_module)[:len(inputs)]
     if not captured.is_joint:
         _log_graph("forward graph (inference)", captured.graph_module)
         forward = fw_compiler(captured.graph_module, inputs)
@@ -133,7 +133,7 @@ def aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler=None, partition
     fw_gm, bw_gm = partition_fn(captured.graph_module, captured.meta.num_graph_outputs)
     _log_graph("forward graph", fw_gm)
     _log_graph("backward graph", bw_gm)
-    forward = fw_compiler(fw_gm, _placeholder_values(fw_gm) if symbolic is not None else inputs)
+    forward = fw_compiler(fw_gm, inputs)
     backward = bw_compiler(bw_gm, _example_values(bw_gm))
     return RuntimeWrapper(captured.meta, forward, backward, lifted)
 

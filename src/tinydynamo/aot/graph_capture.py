@@ -204,7 +204,6 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
         graph_output_requires_grad=[t.requires_grad for t in graph_outputs],
         traced_with_grad=with_backward,
         enables_grad=with_backward and not torch.is_grad_enabled(),
-        is_symbolic=tracer.symbolic,
     )
     if not (with_backward and meta.differentiable_outputs):
         return CapturedGraph(tracer.graph_module(forward_nodes), meta, is_joint=False)

@@ -14,7 +14,7 @@ sizes the backward needs after the saved tensors (``ctx`` keeps them), and the s
 views and SymInt outputs the wrapper makes are computed from this call's inputs.
 """
 import torch
-from torch.utils._pytree import tree_map, tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .schemas import OutputType
 from .symbolic import bind_symbols, evaluate
@@ -99,6 +99,9 @@ class RuntimeWrapper:
         self.forward = forward  # compiled forward graph
         self.backward = backward  # compiled backward graph, None when compiled for inference
         self.lifted = lifted  # parameters and buffers, passed before the user's inputs
+        # Outputs made here with symbolic sizes (views, SymInts) need each call's sizes.
+        self.outputs_use_sizes = any(
+            isinstance(v, torch.SymInt) for o in meta.outputs for v in tree_flatten((o.value, o.views))[0])
 
     def __call__(self, *args):
         args = [*self.lifted, *args]
@@ -111,7 +114,7 @@ class RuntimeWrapper:
         with torch.no_grad():
             for value, i in zip(graph_outputs, self.meta.mutated_inputs):
                 args[i].copy_(value)
-        bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.meta.is_symbolic else {}
+        bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.outputs_use_sizes else {}
         outputs = [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
         return tree_unflatten(outputs, self.meta.output_spec)
 
