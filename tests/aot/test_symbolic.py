@@ -184,18 +184,32 @@ def test_gpt2_over_sequence_lengths():
     assert_close(actual, expected)
 
 
-def test_unsupported_symbolic_float_runs_eagerly_with_a_warning():
-    """With dynamic=True, Dynamo passes a float argument as a 0-d tensor and reads it with
-    .item(): a symbolic float, which tinydynamo does not trace. The "tinydynamo" backend runs
-    that graph eagerly and says why."""
+def test_float_arguments_are_compiled_per_value():
+    """With dynamic=True, Dynamo passes a float argument as a 0-d tensor that the graph reads with
+    .item(): the value is baked in, and another value compiles another variant."""
     torch._dynamo.reset()
-    compiled = torch.compile(lambda x, scale: x * scale, backend="tinydynamo", dynamic=True)
+    counting = CountingBackend(backends.aot_eager)
+    compiled = torch.compile(lambda x, scale: x * scale, backend=counting, dynamic=True)
+    for batch, scale in [(4, 2.5), (5, 3.5), (6, 2.5)]:
+        x = torch.randn(batch, 3)
+        assert_close(compiled(x, scale), x * scale)
+    assert counting.compiles == 1
+
+
+def test_unsupported_symbolic_float_runs_eagerly_with_a_warning():
+    """A float computed from a size (x.shape[0] / 2) is a symbolic float, which tinydynamo does
+    not trace: aot_eager says so, and the "tinydynamo" backend runs that graph eagerly, saying why."""
+    def scaled(x):
+        return x * (x.shape[0] / 2)
+
+    torch._dynamo.reset()
     x = torch.randn(4, 3)
-    with pytest.warns(UserWarning, match="runs eagerly: .*_local_scalar_dense"):
-        assert_close(compiled(x, 2.5), x * 2.5)
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="depends on tensor data"):
-        torch._dynamo.reset()
-        torch.compile(lambda x, scale: x * scale, backend=backends.aot_eager, dynamic=True)(x, 2.5)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="symbolic SymFloat"):
+        torch.compile(scaled, backend=backends.aot_eager, dynamic=True)(x)
+    torch._dynamo.reset()
+    compiled = torch.compile(scaled, backend="tinydynamo", dynamic=True)
+    with pytest.warns(UserWarning, match="runs eagerly: .*symbolic SymFloat"):
+        assert_close(compiled(x), scaled(x))
 
 
 def test_unsupported_size_expression_names_it():

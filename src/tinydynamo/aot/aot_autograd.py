@@ -21,6 +21,7 @@ graph's placeholder values: meta tensors with symbolic sizes (each placeholder's
 ``TINYDYNAMO_LOGS=aot`` prints the joint, forward and backward graphs.
 """
 import contextlib
+import functools
 
 import torch
 import torch.fx as fx
@@ -28,7 +29,7 @@ import torch.fx as fx
 from .._logging import trace_artifact
 from .graph_capture import capture
 from .partitioners import default_partition
-from .runtime_wrappers import RuntimeWrapper
+from .runtime_wrappers import RuntimeWrapper, ScalarSpecializedFunction
 from .symbolic import is_symbolic
 
 
@@ -112,8 +113,16 @@ def _switches_grad_on(gm):
 
 def aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler=None, partition_fn=None):
     """Compile ``gm`` ahead of time for autograd; returns a callable taking the same inputs."""
-    bw_compiler = bw_compiler or fw_compiler
-    partition_fn = partition_fn or default_partition
+    compile_fn = functools.partial(_aot_autograd, gm, fw_compiler=fw_compiler,
+                                   bw_compiler=bw_compiler or fw_compiler,
+                                   partition_fn=partition_fn or default_partition)
+    compiled = compile_fn(example_inputs)
+    if compiled.meta.scalar_inputs:  # values read with .item() are baked in: one variant per value
+        return ScalarSpecializedFunction(compile_fn, example_inputs, compiled)
+    return compiled
+
+
+def _aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler, partition_fn):
     lifted, flat_fn = _lift_parameters_and_buffers(gm)
     inputs = [*lifted, *example_inputs]
     with_backward = (torch.is_grad_enabled() or _switches_grad_on(gm)) and any(

@@ -178,6 +178,7 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
     tracer = DispatchTracer(symbolic=symbolic_inputs is not None)
     if tracer.symbolic:
         traced_inputs = symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad=with_backward)
+        tracer.scalar_examples = {i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.ndim == 0}
     else:
         traced_inputs = clone_inputs(inputs, requires_grad=with_backward)
     devices = [x.device if isinstance(x, torch.Tensor) else None for x in inputs]
@@ -204,6 +205,7 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
         graph_output_requires_grad=[t.requires_grad for t in graph_outputs],
         traced_with_grad=with_backward,
         enables_grad=with_backward and not torch.is_grad_enabled(),
+        scalar_inputs=tracer.scalars_read,
     )
     if not (with_backward and meta.differentiable_outputs):
         return CapturedGraph(tracer.graph_module(forward_nodes), meta, is_joint=False)

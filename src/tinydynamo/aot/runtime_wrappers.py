@@ -91,6 +91,32 @@ def _replay_views(base, steps, bindings):
     return base
 
 
+class ScalarSpecializedFunction:
+    """A compiled program that read 0-d tensor inputs with ``.item()`` (see the tracer's
+    ``_read_scalar_input``): each variant has the values it read baked in, and a call with other
+    values compiles another variant (``compile_fn(example_inputs)``). Checking costs one
+    ``.item()`` per such input and call."""
+
+    def __init__(self, compile_fn, example_inputs, first):
+        self.compile_fn = compile_fn
+        self.example_inputs = list(example_inputs)
+        # positions among the user's inputs (the compiled wrapper prepends the lifted tensors)
+        self.positions = [i - len(first.lifted) for i in first.meta.scalar_inputs]
+        self.variants = {self._key(example_inputs): first}
+
+    def _key(self, args):
+        return tuple(args[i].item() for i in self.positions)
+
+    def __call__(self, *args):
+        key = self._key(args)
+        if key not in self.variants:
+            examples = list(self.example_inputs)
+            for i in self.positions:
+                examples[i] = args[i].detach().clone()
+            self.variants[key] = self.compile_fn(examples)
+        return self.variants[key](*args)
+
+
 class RuntimeWrapper:
     """The compiled callable: same flat inputs as the original graph, same outputs."""
 

@@ -99,6 +99,8 @@ class ViewAndMutationMeta:
     graph_output_requires_grad: list
     traced_with_grad: bool  # False: compiled for inference, calls must not need autograd
     enables_grad: bool  # traced under no_grad, the program switches grad mode on itself
+    # 0-d tensor inputs the program read with .item(): input index -> the value baked in.
+    scalar_inputs: dict = dataclasses.field(default_factory=dict)
     # The inputs whose gradients the backward graph returns, in order.
     grad_inputs: list = dataclasses.field(default_factory=list)
     # For each of those gradients, the tangents (positions) it is computed from.

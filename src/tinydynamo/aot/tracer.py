@@ -170,6 +170,8 @@ class DispatchTracer(TorchDispatchMode):
         self._input_storages: dict[int, StorageInfo] = {}
         self._last_placeholder = None
         self._num_constants = 0
+        self.scalar_examples = {}  # input index -> the real 0-d tensor, for _read_scalar_input
+        self.scalars_read = {}  # input index -> the value the program read from it
 
     # ----------------------------------------------------------------- inputs and outputs
     def add_input(self, name, value, input_index=None, device=None):
@@ -226,6 +228,8 @@ class DispatchTracer(TorchDispatchMode):
         kwargs = kwargs or {}
         func = TRACED_AS.get(func, func)
         func, args, kwargs = without_unneeded_mutation(func, args, kwargs)
+        if func is aten._local_scalar_dense.default and self.symbolic:
+            return self._read_scalar_input(args[0])
         _check_traceable(func, args)
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
@@ -251,6 +255,22 @@ class DispatchTracer(TorchDispatchMode):
             view = ViewInfo(parent, func, args[1:], kwargs, index) if parent else None
             self._track(tensor, value, view)
         return out
+
+    def _read_scalar_input(self, tensor):
+        """``.item()`` of a 0-d graph input. With ``dynamic=True``, PyTorch's Dynamo passes a
+        float argument (a LayerNorm's eps) as such a tensor, which the graph reads: a symbolic
+        float, which tinydynamo does not trace. The value is read from the real example input
+        and baked into the graph; ``scalars_read`` records it, and the runtime compiles again
+        for another value (``ScalarSpecializedFunction``)."""
+        info = self._infos.get(id(tensor))
+        index = info.storage.input_index if info is not None and info.view is None else None
+        if index not in self.scalar_examples or info.storage.version:
+            raise NotImplementedError(
+                "tinydynamo.aot: aten._local_scalar_dense (.item()) of a computed tensor while tracing "
+                "with symbolic sizes: a value that depends on tensor data; unsupported")
+        value = self.scalar_examples[index].item()
+        self.scalars_read[index] = value
+        return value
 
     def _run(self, func, args, kwargs):
         """Run the op: on the real tensors, or on meta when tracing symbolically."""
