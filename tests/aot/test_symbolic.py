@@ -87,6 +87,10 @@ def _cat_slice_broadcast(x, y):
     return z[1:-1, :3] + z.mean(0, keepdim=True)[:, :3] + x[: x.shape[0] // 2].sum()
 
 
+def _float_from_size(x):
+    return x * (x.shape[0] / 2), x.shape[0] / 4
+
+
 def _returns_view_and_size(x):
     return x.view(-1, 2).t(), x.shape[0] * 3
 
@@ -99,6 +103,7 @@ CASES = {
     "reshape_computed": (_reshape_computed, lambda b: [torch.randn(b, 2, 7)]),
     "cat_slice_broadcast": (_cat_slice_broadcast, lambda b: [torch.randn(b, 10), torch.randn(b + 1, 10)]),
     "returns_view_and_size": (_returns_view_and_size, lambda b: [torch.randn(b, 10)]),
+    "float_from_size": (_float_from_size, lambda b: [torch.randn(b, 3)]),
 }
 
 
@@ -196,23 +201,8 @@ def test_float_arguments_are_compiled_per_value():
     assert counting.compiles == 1
 
 
-def test_unsupported_symbolic_float_runs_eagerly_with_a_warning():
-    """A float computed from a size (x.shape[0] / 2) is a symbolic float, which tinydynamo does
-    not trace: aot_eager says so, and the "tinydynamo" backend runs that graph eagerly, saying why."""
-    def scaled(x):
-        return x * (x.shape[0] / 2)
-
-    torch._dynamo.reset()
-    x = torch.randn(4, 3)
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="symbolic SymFloat"):
-        torch.compile(scaled, backend=backends.aot_eager, dynamic=True)(x)
-    torch._dynamo.reset()
-    compiled = torch.compile(scaled, backend="tinydynamo", dynamic=True)
-    with pytest.warns(UserWarning, match="runs eagerly: .*symbolic SymFloat"):
-        assert_close(compiled(x), scaled(x))
-
-
 def test_unsupported_size_expression_names_it():
+    """A size expression the graph cannot compute raises, naming it (never a baked-in size)."""
     values = SymbolicValues(torch.fx.Graph())
     with pytest.raises(NotImplementedError, match=r"size expression sqrt\(s0\)"):
         values._emit(sympy.sqrt(sympy.Symbol("s0", integer=True, positive=True)))

@@ -94,9 +94,9 @@ class _OutputAnalysis:
 
     def classify(self, value):
         info = self.tracer.info(value) if isinstance(value, torch.Tensor) else None
-        if isinstance(value, (torch.SymFloat, torch.SymBool)):
-            raise NotImplementedError(f"tinydynamo.aot: the program returns a symbolic "
-                                      f"{type(value).__name__} ({value}); only SymInt outputs are supported")
+        if isinstance(value, torch.SymBool):
+            raise NotImplementedError(f"tinydynamo.aot: the program returns a symbolic SymBool ({value}); "
+                                      "unsupported")
         if info is None:  # not a tensor (a SymInt is computed at run time), or a tensor the program did not compute
             return OutputInfo(OutputType.CONSTANT, value=value)
         for i, x in enumerate(self.inputs):

@@ -40,8 +40,8 @@ def is_tangent(node):
 
 
 def is_size(node):
-    """A node computing a symbolic size (an int at run time), not a tensor."""
-    return isinstance(node.meta.get("val"), torch.SymInt)
+    """A node computing a symbolic size (an int at run time, or a float made from sizes)."""
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat))
 
 
 def joint_outputs(joint_gm, num_fwd_outputs):

@@ -17,7 +17,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .schemas import OutputType
-from .symbolic import bind_symbols, evaluate
+from .symbolic import SIZE_TYPES, bind_symbols, evaluate
 
 
 class CompiledFunction(torch.autograd.Function):
@@ -127,7 +127,7 @@ class RuntimeWrapper:
         self.lifted = lifted  # parameters and buffers, passed before the user's inputs
         # Outputs made here with symbolic sizes (views, SymInts) need each call's sizes.
         self.outputs_use_sizes = any(
-            isinstance(v, torch.SymInt) for o in meta.outputs for v in tree_flatten((o.value, o.views))[0])
+            isinstance(v, SIZE_TYPES) for o in meta.outputs for v in tree_flatten((o.value, o.views))[0])
 
     def __call__(self, *args):
         args = [*self.lifted, *args]

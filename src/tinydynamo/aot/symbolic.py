@@ -21,6 +21,7 @@ tinydynamo rebuilds the value from its expression, which needs only ``.node.expr
 At run time the sizes are plain ints again: ``bind_symbols`` pairs the symbols of the traced
 (symbolic) inputs with a call's concrete inputs, and ``evaluate`` computes an expression.
 """
+import math
 import operator
 
 import sympy
@@ -32,7 +33,7 @@ aten = torch.ops.aten
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 # sympy (and size-arithmetic) expression types -> the Python operation that computes them.
-# Matched by class name: PyTorch's ShapeEnv and tinydynamo's define their own FloorDiv, Mod.
+# Matched by class name: PyTorch's ShapeEnv and tinydynamo's define their own FloorDiv, Mod...
 _OPERATIONS = {
     "Add": operator.add,
     "Mul": operator.mul,
@@ -42,13 +43,22 @@ _OPERATIONS = {
     "Max": torch.sym_max,
     "Min": torch.sym_min,
     "Pow": operator.pow,
+    "PowByNatural": operator.pow,
+    # a SymFloat computed from sizes (BatchNorm's n / (n - 1)):
+    "IntTrueDiv": operator.truediv,
+    "FloatTrueDiv": operator.truediv,
+    "ToFloat": torch.sym_float,
+    "FloorToInt": math.floor,
+    "CeilToInt": math.ceil,
 }
+_ANY_NUMBER_OF_TERMS = {"Add", "Mul", "Max", "Min"}
 
 # The ops a symbolic graph computes sizes with (the targets ``SymbolicValues`` emits).
 SIZE_OPS = frozenset({
     aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, *_OPERATIONS.values(),
-    operator.sub, operator.neg, operator.pow,
+    operator.sub, operator.neg,
 })
+SIZE_TYPES = (torch.SymInt, torch.SymFloat)
 
 # A size whose hint (its value in the example inputs) is unknown: PyTorch guesses 8192 too.
 _UNKNOWN_SIZE_HINT = 8192
@@ -72,8 +82,9 @@ def hint(size):
 
 
 def _sizes_of(value):
-    """(kind, dim, size) for each size and stride of a tensor; an int or SymInt is its own."""
-    if isinstance(value, (int, torch.SymInt)):
+    """(kind, dim, size) for each size and stride of a tensor; a number or SymInt (SymFloat)
+    is its own."""
+    if isinstance(value, (int, float, *SIZE_TYPES)):
         return [("int", None, value)]
     if isinstance(value, torch.Tensor):
         return [*(("size", d, s) for d, s in enumerate(value.shape)),
@@ -93,7 +104,7 @@ class SymbolicValues:
     def add_input(self, node, value):
         """Note which sizes graph input ``node`` (with example ``value``) provides."""
         for kind, dim, size in _sizes_of(value):
-            if not isinstance(size, torch.SymInt):
+            if not isinstance(size, SIZE_TYPES):
                 continue
             if kind == "int":
                 self.nodes.setdefault(size.node.expr, node)
@@ -102,17 +113,19 @@ class SymbolicValues:
 
     def node_of(self, value):
         """A graph value for ``value``: a node for a SymInt; ``value`` itself otherwise."""
-        if isinstance(value, (torch.SymFloat, torch.SymBool)):
+        if isinstance(value, torch.SymBool):
             raise NotImplementedError(
-                f"tinydynamo: a symbolic {type(value).__name__} ({value}) used as an op argument; "
-                "only symbolic integer sizes are supported")
-        if not isinstance(value, torch.SymInt):
+                f"tinydynamo: a symbolic SymBool ({value}) used as an op argument; "
+                "only symbolic sizes (SymInt, SymFloat) are supported")
+        if not isinstance(value, SIZE_TYPES):
             return value
         return self._emit(value.node.expr)
 
     def _emit(self, expr):
         if expr.is_Integer:
             return int(expr)
+        if expr.is_Float:
+            return float(expr)
         if expr in self.nodes:
             return self.nodes[expr]
         if expr in self.sources:
@@ -153,8 +166,10 @@ class SymbolicValues:
                                       f"({name}) in a graph; unsupported")
         op = _OPERATIONS[name]
         parts = [self._emit(arg) for arg in expr.args]
+        if name not in _ANY_NUMBER_OF_TERMS:
+            return self._call(op, tuple(parts), op(*map(_val, parts)))
         node = parts[0]
-        for part in parts[1:]:  # sympy's Add and Mul have any number of terms
+        for part in parts[1:]:
             node = self._call(op, (node, part), op(_val(node), _val(part)))
         return node
 
@@ -195,10 +210,11 @@ def bind_symbols(symbolic_values, concrete_values):
 
 
 def evaluate(value, bindings):
-    """The int a SymInt stands for, given the symbols' values; other values are returned as is."""
-    if not isinstance(value, torch.SymInt):
+    """The number a SymInt (SymFloat) stands for, given the symbols' values; other values are
+    returned as they are."""
+    if not isinstance(value, SIZE_TYPES):
         return value
     result = value.node.expr.xreplace({s: sympy.Integer(v) for s, v in bindings.items()})
-    if not result.is_Integer:
+    if not result.is_number:
         raise RuntimeError(f"tinydynamo: the size {value.node.expr} depends on unbound symbols {result.free_symbols}")
-    return int(result)
+    return int(result) if isinstance(value, torch.SymInt) else float(result)

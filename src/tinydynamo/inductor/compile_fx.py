@@ -172,16 +172,16 @@ def _zeros_like(value):
 
 
 def _without_int_inputs_and_outputs(prim_gm):
-    """Take the ints out of a static prim graph's signature: its int inputs (sizes, which
-    decomposing for concrete inputs made unused) and int outputs (literals). Returns the int
-    outputs by position; the kernels take and return tensors only."""
+    """Take the numbers out of a static prim graph's signature: its int (float) inputs (sizes,
+    which decomposing for concrete inputs made unused) and outputs (literals). Returns the
+    number outputs by position; the kernels take and return tensors only."""
     for node in prim_gm.graph.find_nodes(op="placeholder"):
         if not isinstance(node.meta.get("val"), torch.Tensor):
             assert not node.users, f"{node} is a size, but the static graph still uses it"
             prim_gm.graph.erase_node(node)
     output = prim_gm.graph.output_node()
     values = output.args[0]
-    int_outputs = {i: v for i, v in enumerate(values) if isinstance(v, int)}
+    int_outputs = {i: v for i, v in enumerate(values) if isinstance(v, (int, float))}
     output.args = (tuple(v for i, v in enumerate(values) if i not in int_outputs),)
     strides = output.meta["original_output_strides"]
     output.meta["original_output_strides"] = [s for i, s in enumerate(strides) if i not in int_outputs]

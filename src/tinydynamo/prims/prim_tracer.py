@@ -127,7 +127,7 @@ class PrimTracer:
 
     def placeholder(self, name, example, device):
         """A graph input: a tensor (a meta one for symbolic sizes, on ``device``) or a size."""
-        if not isinstance(example, (torch.Tensor, int, torch.SymInt)):
+        if not isinstance(example, (torch.Tensor, int, float, torch.SymInt, torch.SymFloat)):
             raise DecompositionError(f"graph input {name} is a {type(example).__name__}; "
                                      "decompose() supports tensor and size inputs only")
         node = self.graph.placeholder(name)

@@ -75,9 +75,12 @@ def to_dtype(x, dtype):
 
 def scalar_of(value, dtype):
     """A Python scalar of the kind ``dtype`` holds (aten casts scalar arguments the same way).
-    A symbolic size stays a SymInt: ``int()`` or ``float()`` of it would fix its value, and an
-    int scalar computes like the float it stands for (prims take both)."""
+    A symbolic size stays a SymInt (a SymFloat made from sizes stays one too): ``int()`` or
+    ``float()`` of it would fix its value, and an int scalar computes like the float it stands
+    for (prims take both)."""
     if isinstance(value, torch.SymInt) and dtype != torch.bool:
+        return value
+    if isinstance(value, torch.SymFloat) and dtype.is_floating_point:
         return value
     if dtype == torch.bool:
         return bool(value)
@@ -883,12 +886,13 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     if step == 0 or (end - start) * step < 0:
         raise DecompositionError(f"arange({start}, {end}, {step}): the step does not lead from start to end")
     dtype = dtype or result_type(*values)
-    length = math.ceil((end - start) / step)
     device = _default_device(device)
-    if all(isinstance(v, int) for v in values):
+    if all(isinstance(v, (int, torch.SymInt)) for v in values):
+        length = -((start - end) // step)  # ceil((end - start) / step) in ints: symbolic sizes stay ints
         return to_dtype(prims.iota(length, start=start, step=step, dtype=torch.int64, device=device),
                         dtype)
     # Float ranges: start + i * step, computed in float64 as aten does, then rounded to dtype.
+    length = math.ceil((end - start) / step)
     index = prims.convert_element_type(
         prims.iota(length, start=0, step=1, dtype=torch.int64, device=device), torch.float64)
     return to_dtype(prims.add(prims.mul(index, float(step)), float(start)), dtype)
