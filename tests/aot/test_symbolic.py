@@ -190,6 +190,21 @@ def test_zoo_training_over_sizes(name, backend):
     assert counting.compiles == 1
 
 
+def _with_concrete_example_inputs(backend):
+    """Hand the backend real tensors and ints, the symbolic values only in the placeholders'
+    meta["example_value"], as tinydynamo's own dynamo does."""
+    def concrete(gm, example_inputs):
+        ints = [x.node.hint if isinstance(x, torch.SymInt) else x for x in example_inputs]
+        return backend(gm, ints)
+    return concrete
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_symbolic_sizes_from_placeholder_metadata(backend):
+    fn, make = CASES["reshape_computed"]
+    assert _check_against_eager(fn, make, _with_concrete_example_inputs(BACKENDS[backend])) == 1
+
+
 def _count_compiles(model, backend, lengths, ids):
     torch._dynamo.reset()
     counting = CountingBackend(backend)

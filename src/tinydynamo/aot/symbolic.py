@@ -85,7 +85,7 @@ def _sizes_of(value):
     """(kind, dim, size) for each size and stride of a tensor; a number or SymInt (SymFloat)
     is its own."""
     if isinstance(value, (int, float, *SIZE_TYPES)):
-        return [("int", None, value)]
+        return [("number", None, value)]
     if isinstance(value, torch.Tensor):
         return [*(("size", d, s) for d, s in enumerate(value.shape)),
                 *(("stride", d, s) for d, s in enumerate(value.stride()))]
@@ -106,7 +106,7 @@ class SymbolicValues:
         for kind, dim, size in _sizes_of(value):
             if not isinstance(size, SIZE_TYPES):
                 continue
-            if kind == "int":
+            if kind == "number":
                 self.nodes.setdefault(size.node.expr, node)
             else:
                 self.sources.setdefault(size.node.expr, (node, kind, dim))

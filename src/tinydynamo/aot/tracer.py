@@ -37,7 +37,6 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .symbolic import SYM_TYPES, SymbolicValues, is_symbolic
 from .functionalization import (
     IDENTITY_VIEWS,
     IN_PLACE_VIEWS,
@@ -50,6 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
+from .symbolic import SYM_TYPES, SymbolicValues
 
 aten = torch.ops.aten
 

@@ -8,6 +8,13 @@ computes the result dtype (``result_type``), converts (``convert_element_type``)
 Also here: reductions (with ``keepdim`` and fp32 accumulation made explicit), views, tensor
 creation, random numbers and indexing. The composite nn ops built on top are in
 ``decompositions.py``.
+
+Sizes may be symbolic (``torch.SymInt``, see ``aot/symbolic.py``). Arithmetic on them stays
+symbolic, and a scalar made from sizes stays a SymInt or SymFloat (``scalar_of``). A comparison
+(``if a.shape[d] == 1``) asks the size's ShapeEnv, which answers from what it knows about the
+symbols or records a guard that dynamo checks on later calls. The few decompositions that need a
+concrete number of things (``unbind`` loops over ``range(size)``) specialise that size the same
+way, through ``guard_int``: the graph is then valid for that size only, and a guard says so.
 """
 import functools
 import math
