@@ -83,8 +83,7 @@ class DecompositionInterpreter(torch.fx.Interpreter):
     def placeholder(self, target, args, kwargs):
         example = super().placeholder(target, args, kwargs)
         # A symbolic example is a meta tensor; the node knows the real device.
-        device = self.node.meta.get("device") or getattr(example, "device", None)
-        return self.tracer.placeholder(target, example, device)
+        return self.tracer.placeholder(target, example, self.node.meta.get("device"))
 
     def get_attr(self, target, args, kwargs):
         return self.tracer.constant(target.replace(".", "_"), super().get_attr(target, args, kwargs))

@@ -125,8 +125,9 @@ class PrimTracer:
     def __exit__(self, *exc):
         _active_tracers.stack.pop()
 
-    def placeholder(self, name, example, device):
-        """A graph input: a tensor (a meta one for symbolic sizes, on ``device``) or a size."""
+    def placeholder(self, name, example, device=None):
+        """A graph input: a tensor (on ``device``, by default its own: a tensor with symbolic
+        sizes is a meta one) or a size."""
         if not isinstance(example, (torch.Tensor, int, float, torch.SymInt, torch.SymFloat)):
             raise DecompositionError(f"graph input {name} is a {type(example).__name__}; "
                                      "decompose() supports tensor and size inputs only")
@@ -135,7 +136,7 @@ class PrimTracer:
             node.meta["val"] = example
             self.sym_values.add_input(node, example)
             return example
-        proxy = self._wrap(node, meta_like(example), device)
+        proxy = self._wrap(node, meta_like(example), device or example.device)
         self.sym_values.add_input(node, proxy.meta_tensor)
         return proxy
 
