@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch._dynamo
 
+import tinydynamo
 from tinydynamo import backends
 from tinydynamo.testing.models import ZOO, make
 
@@ -37,18 +38,19 @@ def shifted_sum(x, y):
 
 
 @pytest.mark.parametrize("dynamic", [None, True])
-def test_torch_compile_graphs_with_symbolic_shapes_run_eagerly_with_one_warning(dynamic):
+def test_torch_compile_compiles_graphs_with_symbolic_shapes(dynamic):
     """After a size change (dynamic=None), or with dynamic=True, torch's Dynamo passes SymInt inputs:
-    until tinydynamo has dynamic shapes, that graph runs eagerly, with one warning."""
+    tinydynamo compiles that graph (no eager run, no warning), its kernels once per size."""
     torch._dynamo.reset()
+    tinydynamo.reset()
     compiled = torch.compile(shifted_sum, backend="tinydynamo", dynamic=dynamic)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in (3, 4, 5, 6):
             x, y = torch.randn(n, 2), torch.randn(n, 2)
             torch.testing.assert_close(compiled(x, y), shifted_sum(x, y))
-    (warning,) = [w for w in caught if "tinydynamo" in str(w.message)]
-    assert "symbolic shapes" in str(warning.message) and "dynamic=False" in str(warning.message)
+    assert not [w for w in caught if "tinydynamo" in str(w.message)]
+    assert tinydynamo.stats()["size_specializations"] == (3 if dynamic is None else 4)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "decomp_eager", "inductor"])

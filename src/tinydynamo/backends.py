@@ -10,7 +10,9 @@ import warnings
 import torch
 
 from .aot import aot_autograd, min_cut_rematerialization_partition, nop
+from .aot.symbolic import is_symbolic
 from .inductor import compile_fx_inner
+from .inductor.compile_fx import SizeSpecializedGraph
 from .prims import decomp_eager as run_prims_eagerly
 from .prims import decompose
 from .utils import compile_lock, counters
@@ -62,7 +64,12 @@ def decomp_eager(gm: torch.fx.GraphModule, example_inputs):
 
 
 def inductor_compiler(gm: torch.fx.GraphModule, example_inputs):
-    """One aten graph (forward or backward) → prims → loop IR → fused C++ kernels (chapters 7-10)."""
+    """One aten graph (forward or backward) → prims → loop IR → fused C++ kernels (chapters 7-10).
+
+    A graph with symbolic sizes is compiled once per distinct input sizes, for now
+    (``SizeSpecializedGraph``: inductor's code generators are static)."""
+    if any(is_symbolic(value) for value in example_inputs):
+        return SizeSpecializedGraph(gm)
     return compile_fx_inner(decompose(gm, example_inputs), example_inputs)
 
 
@@ -121,32 +128,15 @@ def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     """The ``torch_dynamo_backends`` entry point: ``torch.compile(model, backend="tinydynamo")``.
 
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
-    tinydynamo compiles static shapes only: a graph with symbolic shapes, which Dynamo makes once a
-    size changes (or with ``dynamic=True``), runs eagerly, with a warning. With ``dynamic=False``
-    Dynamo recompiles for each new shape instead, and every graph is compiled. A graph that a
-    layer cannot compile (``NotImplementedError``: complex tensors, an op whose aten composite
-    reads a value) runs eagerly too, with a warning that names it, as with tinydynamo's frontend.
+    Graphs with symbolic shapes, which Dynamo makes once a size changes (or with
+    ``dynamic=True``), are traced once by AOT autograd for every size; inductor then compiles
+    their kernels per size (see ``inductor_compiler``). A graph that a layer cannot compile
+    (``NotImplementedError``: complex tensors, an op whose aten composite reads a value) runs
+    eagerly, with a warning that names it, as with tinydynamo's frontend.
     """
-    symbolic = symbolic_value(gm, example_inputs)
-    if symbolic is not None:
-        warnings.warn(f"tinydynamo: this graph from torch.compile has symbolic shapes (input {symbolic}), "
-                      "and tinydynamo compiles static shapes only: it runs eagerly. Pass dynamic=False "
-                      "to torch.compile to compile it for each shape instead.", stacklevel=2)
-        return gm.forward
     try:
         return inductor(gm, example_inputs)
     except NotImplementedError as error:  # what tinydynamo's own frontend would run eagerly
         warnings.warn(f"tinydynamo: this graph from torch.compile runs eagerly: {error}", stacklevel=2)
         return gm.forward
 
-
-def symbolic_value(gm, example_inputs):
-    """The first input of the graph that is a SymInt (SymFloat, SymBool) or a tensor of symbolic
-    size, or None."""
-    placeholders = [node.meta.get("example_value") for node in gm.graph.find_nodes(op="placeholder")]
-    for value in [*example_inputs, *placeholders]:
-        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return value
-        if isinstance(value, torch.Tensor) and not all(isinstance(size, int) for size in value.shape):
-            return f"of shape {tuple(value.shape)}"
-    return None

@@ -22,6 +22,7 @@ STAT_NAMES = (
     "implicit_fallbacks",
     "kernels_generated",
     "cpp_compiles",
+    "size_specializations",
 )
 
 

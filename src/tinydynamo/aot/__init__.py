@@ -3,6 +3,7 @@
 Reading order, as the data flows:
 
     tracer.py            a TorchDispatchMode that records aten ops into an FX graph
+    symbolic.py          symbolic sizes (SymInts) as graph values, and their values per call
     functionalization.py the rules that make the recorded graph free of mutation
     graph_capture.py     the forward or joint (forward + backward) graph, and its metadata
     schemas.py           the metadata: input mutations, output aliases, traced layouts

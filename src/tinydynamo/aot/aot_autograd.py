@@ -12,10 +12,16 @@ follows PyTorch's ``torch/_functorch/aot_autograd.py`` step by step:
 5. return a ``RuntimeWrapper`` that runs them, through ``CompiledFunction`` when autograd
    is needed.
 
+When the graph's inputs have symbolic sizes (``symbolic_inputs``), step 2 traces with them
+and every graph computes for all sizes. The compilers then get, as example inputs, the
+graph's placeholder values: meta tensors with symbolic sizes (each placeholder's
+``meta["device"]`` says where the real tensor lives) and SymInts.
+
 ``aot_eager`` is the backend with compilers that run the aten graphs as they are.
 ``TINYDYNAMO_LOGS=aot`` prints the joint, forward and backward graphs.
 """
 import contextlib
+import functools
 
 import torch
 import torch.fx as fx
@@ -23,7 +29,8 @@ import torch.fx as fx
 from .._logging import trace_artifact
 from .graph_capture import capture
 from .partitioners import default_partition
-from .runtime_wrappers import RuntimeWrapper
+from .runtime_wrappers import RuntimeWrapper, ScalarSpecializedFunction
+from .symbolic import is_symbolic
 
 
 @contextlib.contextmanager
@@ -66,8 +73,27 @@ def _log_graph(title, gm):
     trace_artifact("aot", lambda: f"{title}:\n{gm.print_readable(print_output=False)}")
 
 
+def symbolic_inputs(gm, example_inputs):
+    """Per input, its symbolic version (a tensor with SymInt sizes, a SymInt) or None; None
+    if no input is symbolic. PyTorch's Dynamo passes SymInts among ``example_inputs``, and
+    both Dynamos put the symbolic values in the placeholders' ``meta["example_value"]``."""
+    placeholders = gm.graph.find_nodes(op="placeholder") if isinstance(gm, fx.GraphModule) else []
+    recorded = [node.meta.get("example_value", node.meta.get("val")) for node in placeholders]
+    recorded += [None] * (len(example_inputs) - len(recorded))
+    symbolic = [example if is_symbolic(example) else value if is_symbolic(value) else None
+                for example, value in zip(example_inputs, recorded)]
+    return symbolic if any(v is not None for v in symbolic) else None
+
+
+def _placeholder_values(gm):
+    """A symbolic graph's example inputs: its placeholders' values (see the module docstring)."""
+    return [node.meta["val"] for node in gm.graph.find_nodes(op="placeholder")]
+
+
 def _example_values(gm):
     """Zero tensors laid out like a graph's placeholders, for the compiler of the backward."""
+    if any(is_symbolic(value) for value in _placeholder_values(gm)):
+        return _placeholder_values(gm)
     examples = []
     for node in gm.graph.find_nodes(op="placeholder"):
         val, device = node.meta["val"], node.meta["device"]
@@ -87,14 +113,27 @@ def _switches_grad_on(gm):
 
 def aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler=None, partition_fn=None):
     """Compile ``gm`` ahead of time for autograd; returns a callable taking the same inputs."""
-    bw_compiler = bw_compiler or fw_compiler
-    partition_fn = partition_fn or default_partition
+    compile_fn = functools.partial(_aot_autograd, gm, fw_compiler=fw_compiler,
+                                   bw_compiler=bw_compiler or fw_compiler,
+                                   partition_fn=partition_fn or default_partition)
+    compiled = compile_fn(example_inputs)
+    if compiled.meta.scalar_inputs:  # values read with .item() are baked in: one variant per value
+        return ScalarSpecializedFunction(compile_fn, example_inputs, compiled)
+    return compiled
+
+
+def _aot_autograd(gm, example_inputs, *, fw_compiler, bw_compiler, partition_fn):
     lifted, flat_fn = _lift_parameters_and_buffers(gm)
     inputs = [*lifted, *example_inputs]
     with_backward = (torch.is_grad_enabled() or _switches_grad_on(gm)) and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in inputs
     )
-    captured = capture(flat_fn, inputs, with_backward=with_backward)
+    symbolic = symbolic_inputs(gm, example_inputs)
+    if symbolic is not None:
+        symbolic = [None] * len(lifted) + symbolic
+    captured = capture(flat_fn, inputs, with_backward=with_backward, symbolic_inputs=symbolic)
+    if symbolic is not None:  # the compilers get the traced values (primals come first)
+        inputs = _placeholder_values(captured.graph_module)[:len(inputs)]
     if not captured.is_joint:
         _log_graph("forward graph (inference)", captured.graph_module)
         forward = fw_compiler(captured.graph_module, inputs)

@@ -13,6 +13,9 @@ statistics). Then it
 
 PyTorch does the same in two passes (``collect_metadata_analysis.py`` then
 ``graph_capture.py``) on fake tensors; tinydynamo traces real tensors in one pass.
+
+With ``symbolic_inputs`` (some input has symbolic sizes), it traces meta tensors with those
+sizes instead (``symbolic_meta_inputs``): the graphs then compute for every size.
 """
 import contextlib
 import dataclasses
@@ -50,6 +53,20 @@ def clone_inputs(inputs, requires_grad):
     return clones
 
 
+def symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad):
+    """What a symbolic trace runs on: a meta tensor per tensor input, with the symbolic sizes
+    and strides where ``symbolic_inputs`` has them (else the input's own), and SymInts."""
+    traced = []
+    for x, symbolic in zip(inputs, symbolic_inputs):
+        if not isinstance(x, torch.Tensor):
+            traced.append(symbolic if symbolic is not None else x)
+            continue
+        like = symbolic if isinstance(symbolic, torch.Tensor) else x
+        meta = torch.empty_strided(like.shape, like.stride(), dtype=x.dtype, device="meta")
+        traced.append(meta.requires_grad_(requires_grad and x.requires_grad))
+    return traced
+
+
 def _view_steps(info):
     """The (func, args, kwargs, index) steps that re-make a view from its storage's base."""
     steps = []
@@ -77,7 +94,10 @@ class _OutputAnalysis:
 
     def classify(self, value):
         info = self.tracer.info(value) if isinstance(value, torch.Tensor) else None
-        if info is None:  # not a tensor, or a tensor the program did not compute
+        if isinstance(value, torch.SymBool):
+            raise NotImplementedError(f"tinydynamo.aot: the program returns a symbolic SymBool ({value}); "
+                                      "unsupported")
+        if info is None:  # not a tensor (a SymInt is computed at run time), or a tensor the program did not compute
             return OutputInfo(OutputType.CONSTANT, value=value)
         for i, x in enumerate(self.inputs):
             if x is value:
@@ -150,12 +170,20 @@ def _run_forward(tracer, fn, inputs, with_backward):
                                           "in place; unsupported") from error
 
 
-def capture(fn, inputs, *, with_backward):
-    """Trace ``fn(*inputs)`` into a forward graph, or a joint graph if ``with_backward``."""
-    tracer = DispatchTracer()
-    traced_inputs = clone_inputs(inputs, requires_grad=with_backward)
-    for i, x in enumerate(traced_inputs):
-        tracer.add_input(f"primals_{i + 1}", x, input_index=i)
+def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
+    """Trace ``fn(*inputs)`` into a forward graph, or a joint graph if ``with_backward``.
+
+    ``symbolic_inputs``, if given, has per input its symbolic version (a tensor with SymInt
+    sizes, a SymInt) or None, and the graph is traced symbolically."""
+    tracer = DispatchTracer(symbolic=symbolic_inputs is not None)
+    if tracer.symbolic:
+        traced_inputs = symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad=with_backward)
+        tracer.scalar_examples = {i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.ndim == 0}
+    else:
+        traced_inputs = clone_inputs(inputs, requires_grad=with_backward)
+    devices = [x.device if isinstance(x, torch.Tensor) else None for x in inputs]
+    for i, (x, device) in enumerate(zip(traced_inputs, devices)):
+        tracer.add_input(f"primals_{i + 1}", x, input_index=i, device=device)
     outputs = _run_forward(tracer, fn, traced_inputs, with_backward)
     flat_outputs, output_spec = tree_flatten(outputs)
     mutated = _mutated_inputs(tracer, traced_inputs, with_backward)
@@ -166,18 +194,19 @@ def capture(fn, inputs, *, with_backward):
         _input_info(traced, original, i in mutated)
         for i, (traced, original) in enumerate(zip(traced_inputs, inputs))
     ]
+    forward_nodes = [tracer.value_of(t) for t in graph_outputs]
     meta = ViewAndMutationMeta(
         inputs=input_infos,
         outputs=output_infos,
         output_spec=output_spec,
         mutated_inputs=mutated,
         graph_outputs=[to_meta(t) for t in graph_outputs],
-        graph_output_devices=[t.device for t in graph_outputs],
+        graph_output_devices=[node.meta["device"] for node in forward_nodes],
         graph_output_requires_grad=[t.requires_grad for t in graph_outputs],
         traced_with_grad=with_backward,
         enables_grad=with_backward and not torch.is_grad_enabled(),
+        scalar_inputs=tracer.scalars_read,
     )
-    forward_nodes = [tracer.value_of(t) for t in graph_outputs]
     if not (with_backward and meta.differentiable_outputs):
         return CapturedGraph(tracer.graph_module(forward_nodes), meta, is_joint=False)
     grad_nodes, meta.grad_inputs = _trace_backward(tracer, traced_inputs, graph_outputs, meta)
@@ -203,7 +232,7 @@ def _tangent_dependencies(joint, num_grads):
 def _input_info(traced, original, mutated):
     if not isinstance(traced, torch.Tensor):
         return InputInfo(traced, None, requires_grad=False, mutated=False)
-    return InputInfo(to_meta(traced), traced.device, original.requires_grad, mutated)
+    return InputInfo(to_meta(traced), original.device, original.requires_grad, mutated)
 
 
 def _input_versions(tracer, inputs):
@@ -217,8 +246,9 @@ def _trace_backward(tracer, inputs, graph_outputs, meta):
     """
     differentiable = [graph_outputs[i] for i in meta.differentiable_outputs]
     tangents = [torch.ones(t.shape, dtype=t.dtype, device=t.device) for t in differentiable]
-    for k, tangent in enumerate(tangents):
-        tracer.add_input(f"tangents_{k + 1}", tangent)
+    devices = [meta.graph_output_devices[i] for i in meta.differentiable_outputs]
+    for k, (tangent, device) in enumerate(zip(tangents, devices)):
+        tracer.add_input(f"tangents_{k + 1}", tangent, device=device)
     wants_grad = [
         i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.requires_grad
     ]

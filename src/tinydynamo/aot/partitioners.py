@@ -11,6 +11,11 @@ outputs need, and saves every forward value the backward reads.
 ``min_cut_rematerialization_partition`` instead lets the backward *recompute* cheap forward
 ops (views, pointwise ops) and chooses what to save with a minimum cut over the joint graph,
 each value weighted by its size in bytes. PyTorch: ``torch/_functorch/partitioners.py``.
+
+With symbolic sizes, the joint graph also computes sizes (``sym_size``, ``operator.mul``
+... nodes, see ``symbolic.py``). Both partitioners compute them in the forward and save the
+ones the backward reads, as ints after the saved tensors; they cost nothing to keep. Byte
+sizes that weigh the cut are estimated from the sizes' hints (their example values).
 """
 import math
 import operator
@@ -18,6 +23,8 @@ import operator
 import networkx as nx
 import torch
 import torch.fx as fx
+
+from .symbolic import hint
 
 aten = torch.ops.aten
 
@@ -30,6 +37,11 @@ def is_primal(node):
 def is_tangent(node):
     """A joint graph input that the backward receives: the gradient of one forward output."""
     return node.op == "placeholder" and node.name.startswith("tangents")
+
+
+def is_size(node):
+    """A node computing a symbolic size (an int at run time, or a float made from sizes)."""
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat))
 
 
 def joint_outputs(joint_gm, num_fwd_outputs):
@@ -86,7 +98,7 @@ def split_joint_graph(joint_gm, num_fwd_outputs, saved):
     tangents = [n for n in joint_gm.graph.nodes if is_tangent(n)]
     fw_outputs, grads = joint_outputs(joint_gm, num_fwd_outputs)
     order = {node: i for i, node in enumerate(joint_gm.graph.nodes)}
-    saved = sorted(saved, key=order.__getitem__)
+    saved = sorted(saved, key=lambda node: (is_size(node), order[node]))  # tensors, then sizes
     forward = _extract_graph(joint_gm, primals, fw_outputs + saved)
     backward = _extract_graph(joint_gm, saved + tangents, grads)
     return forward, backward
@@ -96,6 +108,7 @@ def default_partition(joint_gm, num_fwd_outputs):
     """Forward = what the forward outputs need; save every forward value the backward reads."""
     fw_outputs, grads = joint_outputs(joint_gm, num_fwd_outputs)
     forward = _ancestors(fw_outputs) | {n for n in joint_gm.graph.nodes if is_primal(n)}
+    forward |= _sizes_of_primals(joint_gm)
     # Items of a multi-output op are free once the op ran; keep them with it so the
     # backward never needs the (unsaveable) tuple itself.
     forward |= {
@@ -106,6 +119,13 @@ def default_partition(joint_gm, num_fwd_outputs):
     backward = _ancestors(grads, boundary=boundary)
     saved = {n for n in boundary if n in grads or any(u in backward for u in n.users)}
     return split_joint_graph(joint_gm, num_fwd_outputs, saved)
+
+
+def _sizes_of_primals(joint_gm):
+    """The size nodes computed from primals only: the forward computes them (the backward
+    does not receive the primals to compute them from)."""
+    tangent_closure = _descendants(n for n in joint_gm.graph.nodes if is_tangent(n))
+    return {n for n in joint_gm.graph.nodes if is_size(n) and n not in tangent_closure}
 
 
 # ------------------------------------------------------------------ the min-cut partitioner
@@ -123,7 +143,7 @@ def nbytes(node):
     """Size in bytes of the tensor ``node`` computes; 0 for a non-tensor (e.g. a tuple)."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return val.numel() * val.element_size()
+        return hint(val.numel()) * val.element_size()
     return 0
 
 
@@ -159,8 +179,11 @@ def _capacity(node):
     """Cost of saving ``node``: its size in bytes.
 
     Views are never saved (their base is, and the view is re-made for free), and neither are
-    non-tensors such as the tuple a multi-output op returns (its items are).
+    non-tensors such as the tuple a multi-output op returns (its items are). A symbolic size
+    costs next to nothing.
     """
+    if is_size(node):
+        return 1
     if is_view(node) or not isinstance(node.meta.get("val"), torch.Tensor):
         return math.inf
     return nbytes(node)
@@ -186,7 +209,7 @@ def _flow_graph(joint_gm, num_fwd_outputs):
             continue
         if node in grads:  # a gradient that does not depend on any tangent
             flow.add_edge((node, "out"), "sink", capacity=math.inf)
-        if is_primal(node) or (node in required_fw and not may_recompute(node)):
+        if is_primal(node) or is_size(node) or (node in required_fw and not may_recompute(node)):
             flow.add_edge("source", (node, "in"), capacity=math.inf)
         flow.add_edge((node, "in"), (node, "out"), capacity=_capacity(node))
         for user in node.users:

@@ -8,11 +8,16 @@ its ``backward`` runs the backward graph on those values and the incoming gradie
 what functionalization took out (PyTorch: ``runtime_wrappers.py``): it checks the inputs
 match what was traced, copies new values into mutated inputs, and re-makes outputs that
 alias an input or another output by replaying their view ops.
+
+With symbolic sizes, the graphs take and return plain ints for them: the forward returns the
+sizes the backward needs after the saved tensors (``ctx`` keeps them), and the sizes of the
+views and SymInt outputs the wrapper makes are computed from this call's inputs.
 """
 import torch
-from torch.utils._pytree import tree_unflatten
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .schemas import OutputType
+from .symbolic import SIZE_TYPES, bind_symbols, evaluate
 
 
 class CompiledFunction(torch.autograd.Function):
@@ -26,7 +31,10 @@ class CompiledFunction(torch.autograd.Function):
         ctx.runtime = runtime
         ctx.differentiable_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
         ctx.set_materialize_grads(False)  # None gradients are turned into zeros below
-        ctx.save_for_backward(*saved)
+        # The partitioner puts saved tensors first, then saved sizes (ints).
+        ctx.save_for_backward(*(s for s in saved if isinstance(s, torch.Tensor)))
+        ctx.saved_sizes = [s for s in saved if not isinstance(s, torch.Tensor)]
+        ctx.output_shapes = [out.shape for out in graph_outputs]
         ctx.mark_non_differentiable(
             *(out for out, rg in zip(graph_outputs, meta.graph_output_requires_grad) if not rg)
         )
@@ -35,13 +43,13 @@ class CompiledFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         meta = ctx.runtime.meta
-        tangents = [_tangent(grad_outputs[i], meta, i) for i in meta.differentiable_outputs]
+        tangents = [_tangent(grad_outputs[i], ctx.output_shapes[i], meta, i) for i in meta.differentiable_outputs]
+        backward_inputs = [*ctx.saved_tensors, *ctx.saved_sizes, *tangents]
         if torch.is_grad_enabled():  # create_graph=True
-            backward_inputs = [*ctx.saved_tensors, *tangents]
             grads = iter(CompiledBackward.apply(ctx.runtime, len(backward_inputs), *backward_inputs,
                                                 *ctx.differentiable_inputs))
         else:
-            grads = ctx.runtime.backward(*ctx.saved_tensors, *tangents)
+            grads = ctx.runtime.backward(*backward_inputs)
         present = {k for k, i in enumerate(meta.differentiable_outputs) if grad_outputs[i] is not None}
         by_input = {i: grad if tangents_used & present or not tangents_used else None
                     for i, grad, tangents_used in zip(meta.grad_inputs, grads, meta.grad_tangents)}
@@ -65,21 +73,48 @@ class CompiledBackward(torch.autograd.Function):
         raise RuntimeError("tinydynamo.aot: double backward through a compiled graph is unsupported")
 
 
-def _tangent(grad, meta, index):
+def _tangent(grad, shape, meta, index):
     """The backward graph was traced with contiguous tangents: give it one, zeros if unused."""
     if grad is None:
         example = meta.graph_outputs[index]
         device = meta.graph_output_devices[index]
-        return torch.zeros(example.shape, dtype=example.dtype, device=device)
+        return torch.zeros(shape, dtype=example.dtype, device=device)
     return grad.contiguous()
 
 
-def _replay_views(base, steps):
+def _replay_views(base, steps, bindings):
     for func, args, kwargs, index in steps:
+        args, kwargs = tree_map(lambda v: evaluate(v, bindings), (args, kwargs))
         base = func(base, *args, **kwargs)
         if index is not None:
             base = base[index]
     return base
+
+
+class ScalarSpecializedFunction:
+    """A compiled program that read 0-d tensor inputs with ``.item()`` (see the tracer's
+    ``_read_scalar_input``): each variant has the values it read baked in, and a call with other
+    values compiles another variant (``compile_fn(example_inputs)``). Checking costs one
+    ``.item()`` per such input and call."""
+
+    def __init__(self, compile_fn, example_inputs, first):
+        self.compile_fn = compile_fn
+        self.example_inputs = list(example_inputs)
+        # positions among the user's inputs (the compiled wrapper prepends the lifted tensors)
+        self.positions = [i - len(first.lifted) for i in first.meta.scalar_inputs]
+        self.variants = {self._key(example_inputs): first}
+
+    def _key(self, args):
+        return tuple(args[i].item() for i in self.positions)
+
+    def __call__(self, *args):
+        key = self._key(args)
+        if key not in self.variants:
+            examples = list(self.example_inputs)
+            for i in self.positions:
+                examples[i] = args[i].detach().clone()
+            self.variants[key] = self.compile_fn(examples)
+        return self.variants[key](*args)
 
 
 class RuntimeWrapper:
@@ -90,6 +125,9 @@ class RuntimeWrapper:
         self.forward = forward  # compiled forward graph
         self.backward = backward  # compiled backward graph, None when compiled for inference
         self.lifted = lifted  # parameters and buffers, passed before the user's inputs
+        # Outputs made here with symbolic sizes (views, SymInts) need each call's sizes.
+        self.outputs_use_sizes = any(
+            isinstance(v, SIZE_TYPES) for o in meta.outputs for v in tree_flatten((o.value, o.views))[0])
 
     def __call__(self, *args):
         args = [*self.lifted, *args]
@@ -102,7 +140,8 @@ class RuntimeWrapper:
         with torch.no_grad():
             for value, i in zip(graph_outputs, self.meta.mutated_inputs):
                 args[i].copy_(value)
-        outputs = [self._user_output(o, args, graph_outputs) for o in self.meta.outputs]
+        bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.outputs_use_sizes else {}
+        outputs = [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
         return tree_unflatten(outputs, self.meta.output_spec)
 
     def _run_graphs(self, args):
@@ -121,13 +160,13 @@ class RuntimeWrapper:
             return self.forward(*args)[: self.meta.num_graph_outputs]
 
     @staticmethod
-    def _user_output(info, args, graph_outputs):
+    def _user_output(info, args, graph_outputs, bindings):
         if info.kind is OutputType.CONSTANT:
-            return info.value
+            return evaluate(info.value, bindings)
         if info.kind is OutputType.IS_INPUT:
             return args[info.index]
         if info.kind is OutputType.NON_ALIAS:
             return graph_outputs[info.index]
         if info.kind is OutputType.ALIAS_OF_INPUT:
-            return _replay_views(args[info.index], info.views)
-        return _replay_views(graph_outputs[info.index], info.views)
+            return _replay_views(args[info.index], info.views, bindings)
+        return _replay_views(graph_outputs[info.index], info.views, bindings)

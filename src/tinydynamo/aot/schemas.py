@@ -9,7 +9,8 @@ The graphs themselves are functional; the eager semantics they leave out live he
   view of an input or of a graph output (re-made at run time by replaying the view ops, so
   it really aliases its base), or a constant;
 * what each input looked like when traced: graphs are specialized to shapes, strides,
-  dtypes and devices, and a call with different inputs is refused.
+  dtypes and devices, and a call with different inputs is refused. A symbolic size (a
+  ``torch.SymInt``) accepts any size: dynamo's guards have checked it already.
 """
 import dataclasses
 import enum
@@ -17,6 +18,8 @@ from typing import Any, Optional
 
 import torch
 from torch.utils._pytree import TreeSpec
+
+from .symbolic import is_symbolic
 
 
 class OutputType(enum.Enum):
@@ -34,7 +37,7 @@ class OutputInfo:
     kind: OutputType
     index: Optional[int] = None  # the input or graph output it is, or is a view of
     views: tuple = ()  # (func, args, kwargs, index) steps re-making the view from its base
-    value: Any = None  # for CONSTANT
+    value: Any = None  # for CONSTANT (a SymInt: computed from the call's sizes)
 
 
 def describe(value):
@@ -44,6 +47,12 @@ def describe(value):
             f"dtype={value.dtype}, device={value.device})"
         )
     return repr(value)
+
+
+def _same_sizes(sizes, traced_sizes):
+    """Do concrete sizes (or strides) match the traced ones? A symbolic one matches any."""
+    return len(sizes) == len(traced_sizes) and all(
+        isinstance(traced, torch.SymInt) or size == traced for size, traced in zip(sizes, traced_sizes))
 
 
 @dataclasses.dataclass
@@ -58,10 +67,10 @@ class InputInfo:
     def check(self, index, arg):
         """Refuse an argument the graph was not traced for."""
         if isinstance(self.example, torch.Tensor):
-            same = isinstance(arg, torch.Tensor) and (
-                (arg.shape, arg.stride(), arg.dtype, arg.device)
-                == (self.example.shape, self.example.stride(), self.example.dtype, self.device)
-            )
+            same = isinstance(arg, torch.Tensor) and (arg.dtype, arg.device) == (self.example.dtype, self.device) \
+                and _same_sizes(arg.shape, self.example.shape) and _same_sizes(arg.stride(), self.example.stride())
+        elif is_symbolic(self.example):
+            same = isinstance(arg, int)
         else:
             same = not isinstance(arg, torch.Tensor) and arg == self.example
         if not same:
@@ -90,6 +99,8 @@ class ViewAndMutationMeta:
     graph_output_requires_grad: list
     traced_with_grad: bool  # False: compiled for inference, calls must not need autograd
     enables_grad: bool  # traced under no_grad, the program switches grad mode on itself
+    # 0-d tensor inputs the program read with .item(): input index -> the value baked in.
+    scalar_inputs: dict = dataclasses.field(default_factory=dict)
     # The inputs whose gradients the backward graph returns, in order.
     grad_inputs: list = dataclasses.field(default_factory=list)
     # For each of those gradients, the tangents (positions) it is computed from.

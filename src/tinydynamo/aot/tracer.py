@@ -18,13 +18,22 @@ with functionalization built in (PyTorch: ``FunctionalTensorWrapper``). It is a
 
 Every node gets ``meta["val"]`` (a meta-device tensor with the value's shape, strides and
 dtype) and ``meta["device"]``.
+
+**Symbolic sizes.** A graph whose inputs have symbolic sizes (``torch.SymInt``, see
+``symbolic.py``) cannot be traced on real tensors: real tensors have one size each. The tracer
+is then made with ``symbolic=True`` and the program runs on *meta* tensors whose sizes are the
+SymInts, so every size it computes is an expression over the size symbols. Each op still runs,
+on meta, with its arguments moved to meta and ``device=`` of factory ops rewritten to meta; the
+graph records the real device. SymInt arguments become graph values (``SymbolicValues``).
 """
+import contextlib
 import dataclasses
 import operator
 from typing import Optional
 
 import torch
 import torch.fx as fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
@@ -40,6 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
+from .symbolic import SYM_TYPES, SymbolicValues
 
 aten = torch.ops.aten
 
@@ -93,6 +103,26 @@ def _device_of(value):
     return tensors[0].device if tensors else None
 
 
+def _has_device_argument(func):
+    return any(arg.name == "device" for arg in func._schema.arguments)
+
+
+def _run_on_meta(func, args, kwargs):
+    """Run ``func`` with its arguments moved to the meta device (symbolic tracing).
+
+    Several C++ meta kernels (``aten.view``'s, for one) accept only concrete sizes; with the
+    Python dispatcher on, torch's Python meta registrations run instead, and those compute with
+    SymInts. (That is eager torch's own meta machinery; FakeTensor relies on it the same way.)
+    It is on only here, for the one op: around the whole program it would also change how
+    composite ops reach the tracer, and autograd would miss some (``nll_loss``)."""
+    args, kwargs = tree_map(lambda v: to_meta(v) if isinstance(v, torch.Tensor) and not v.is_meta else v,
+                            (args, kwargs))
+    if _has_device_argument(func):
+        kwargs = {**kwargs, "device": torch.device("meta")}
+    with enable_python_dispatcher():
+        return func(*args, **kwargs)
+
+
 def _check_traceable(func, args):
     """Refuse ops whose results depend on tensor *data*: a static graph cannot replay them."""
     if torch.Tag.data_dependent_output in func.tags:
@@ -128,9 +158,11 @@ def _check_writable(storage, func):
 class DispatchTracer(TorchDispatchMode):
     """Records every aten op run while it is active into ``self.graph``, functionalized."""
 
-    def __init__(self):
+    def __init__(self, symbolic=False):
         super().__init__()
+        self.symbolic = symbolic  # run ops on meta tensors with symbolic sizes, not real ones
         self.graph = fx.Graph()
+        self.sym_values = SymbolicValues(self.graph)
         self.root = torch.nn.Module()  # owns the graph's get_attr constants
         # Switched off for the backward: it may only use tensors the forward produced.
         self.constants_allowed = True
@@ -138,10 +170,13 @@ class DispatchTracer(TorchDispatchMode):
         self._input_storages: dict[int, StorageInfo] = {}
         self._last_placeholder = None
         self._num_constants = 0
+        self.scalar_examples = {}  # input index -> the real 0-d tensor, for _read_scalar_input
+        self.scalars_read = {}  # input index -> the value the program read from it
 
     # ----------------------------------------------------------------- inputs and outputs
-    def add_input(self, name, value, input_index=None):
-        """Add a placeholder (after the existing ones) standing for ``value``."""
+    def add_input(self, name, value, input_index=None, device=None):
+        """Add a placeholder (after the existing ones) standing for ``value``; when tracing
+        symbolically, ``value`` is a meta tensor and ``device`` is the real one."""
         if self._last_placeholder is None:
             where = self.graph.inserting_before(None)
         else:
@@ -149,14 +184,19 @@ class DispatchTracer(TorchDispatchMode):
         with where:
             node = self.graph.placeholder(name)
         self._last_placeholder = node
+        self.sym_values.add_input(node, value)
         if isinstance(value, torch.Tensor):
-            self._set_val(node, value, value.device)
+            self._set_val(node, value, device or value.device)
             storage = self._track(value, node, view=None).storage
             storage.input_index = input_index
-            storage.self_overlapping = any(n > 1 and st == 0 for n, st in zip(value.shape, value.stride()))
-            self._note_shared_input_storage(value, storage)
+            # (A stride of 0 is a plain int; a SymInt size is never 0 or 1: those are specialised.)
+            storage.self_overlapping = any(isinstance(st, int) and st == 0 and not (isinstance(n, int) and n <= 1)
+                                           for n, st in zip(value.shape, value.stride()))
+            if not self.symbolic:  # meta tensors share no memory
+                self._note_shared_input_storage(value, storage)
         else:
             node.meta["val"] = value
+            node.meta["device"] = None
         return node
 
     def _note_shared_input_storage(self, tensor, storage):
@@ -188,20 +228,22 @@ class DispatchTracer(TorchDispatchMode):
         kwargs = kwargs or {}
         func = TRACED_AS.get(func, func)
         func, args, kwargs = without_unneeded_mutation(func, args, kwargs)
+        if func is aten._local_scalar_dense.default and self.symbolic:
+            return self._read_scalar_input(args[0])
         _check_traceable(func, args)
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
         if func in IN_PLACE_VIEWS:
             return self._trace_view_in_place(func, args, kwargs)
         if func is aten.copy_.default and args[0] is args[1]:
-            return func(*args, **kwargs)  # aten returns at once: nothing is written (even to an expanded tensor)
+            return self._run(func, args, kwargs)  # aten returns at once: nothing is written (even to an expanded tensor)
         mutated = mutated_arguments(func, args, kwargs)
         if mutated:
             return self._trace_mutation(func, args, kwargs, mutated)
         if func is aten.as_strided.default:
             return self._trace_as_strided(args, kwargs)
         node_args, node_kwargs = self._graph_args((args, kwargs))
-        out = func(*args, **kwargs)
+        out = self._run(func, args, kwargs)
         if func in IDENTITY_VIEWS:
             node = node_args[0]
         else:
@@ -214,6 +256,28 @@ class DispatchTracer(TorchDispatchMode):
             self._track(tensor, value, view)
         return out
 
+    def _read_scalar_input(self, tensor):
+        """``.item()`` of a 0-d graph input. With ``dynamic=True``, PyTorch's Dynamo passes a
+        float argument (a LayerNorm's eps) as such a tensor, which the graph reads: a symbolic
+        float, which tinydynamo does not trace. The value is read from the real example input
+        and baked into the graph; ``scalars_read`` records it, and the runtime compiles again
+        for another value (``ScalarSpecializedFunction``)."""
+        info = self._infos.get(id(tensor))
+        index = info.storage.input_index if info is not None and info.view is None else None
+        if index not in self.scalar_examples or info.storage.version:
+            raise NotImplementedError(
+                "tinydynamo.aot: aten._local_scalar_dense (.item()) of a computed tensor while tracing "
+                "with symbolic sizes: a value that depends on tensor data; unsupported")
+        value = self.scalar_examples[index].item()
+        self.scalars_read[index] = value
+        return value
+
+    def _run(self, func, args, kwargs):
+        """Run the op: on the real tensors, or on meta when tracing symbolically."""
+        if self.symbolic:
+            return _run_on_meta(func, args, kwargs)
+        return func(*args, **kwargs)
+
     def _trace_as_strided(self, args, kwargs):
         """as_strided, applied in the graph to a contiguous copy of its input (see
         ``as_strided_arguments``); writes through the view come back with as_strided_scatter."""
@@ -224,7 +288,7 @@ class DispatchTracer(TorchDispatchMode):
                 "tinydynamo.aot: as_strided of a graph input (or of a view of one) addresses the "
                 "input's memory, which the traced graph does not see; unsupported")
         view_args = as_strided_arguments(*args, **kwargs)
-        out = func(*args, **kwargs)
+        out = self._run(func, args, kwargs)
         view = ViewInfo(parent, func, tuple(view_args), {})
         node = self._emit(func, (self._view_input(view, self._current(parent)), *view_args), {}, out)
         self._track(out, node, view)
@@ -240,7 +304,7 @@ class DispatchTracer(TorchDispatchMode):
             raise NotImplementedError("tinydynamo.aot: as_strided_ of a non-contiguous tensor; unsupported")
         view_args = as_strided_arguments(*args, **kwargs)
         node = self._emit_on_meta(aten.as_strided.default, (self.value_of(tensor), *view_args), {})
-        out = aten.as_strided_.default(*args, **kwargs)
+        out = self._run(aten.as_strided_.default, args, kwargs)
         self._rebase(tensor, node)
         return out
 
@@ -250,7 +314,7 @@ class DispatchTracer(TorchDispatchMode):
         tensor = args[0]
         self._check_rebasable(tensor, func)
         node = self._emit_on_meta(IN_PLACE_VIEWS[func], (self.value_of(tensor), *args[1:]), kwargs)
-        out = func(*args, **kwargs)
+        out = self._run(func, args, kwargs)
         self._rebase(tensor, node)
         return out
 
@@ -285,7 +349,7 @@ class DispatchTracer(TorchDispatchMode):
         functional_args = functional_arguments(func, functional, args, kwargs)
         node_args, node_kwargs = self._graph_args(functional_args)
         layouts = [_layout(t) for t in mutated]
-        out = func(*args, **kwargs)
+        out = self._run(func, args, kwargs)
         if [_layout(t) for t in mutated] != layouts:
             raise NotImplementedError(
                 f"tinydynamo.aot: {func} resizes or restrides a tensor in place; unsupported"
@@ -335,6 +399,10 @@ class DispatchTracer(TorchDispatchMode):
             raise NotImplementedError(
                 "tinydynamo.aot: a tensor that requires grad is used but is not a graph input"
             )
+        if tensor.is_meta and self.symbolic:
+            raise NotImplementedError(
+                "tinydynamo.aot: while tracing with symbolic sizes, the program made a tensor outside "
+                "the dispatcher; unsupported")
         name = f"_tensor_constant{self._num_constants}"
         self._num_constants += 1
         setattr(self.root, name, tensor.detach().clone())
@@ -412,16 +480,34 @@ class DispatchTracer(TorchDispatchMode):
     def _emit(self, func, args, kwargs, val):
         """Add the node ``func(*args, **kwargs)``, whose real result was ``val``."""
         name = func.overloadpacket.__name__  # "mm", not "mm_default", as PyTorch names them
-        node = self.graph.create_node("call_function", func, tuple(args), dict(kwargs), name=name)
-        self._set_val(node, val, _device_of(val))
+        args, kwargs = tree_map(self._sym_arg, (tuple(args), dict(kwargs)))
+        node = self.graph.create_node("call_function", func, args, kwargs, name=name)
+        self._set_val(node, val, self._result_device(node, val))
         return node
+
+    def _sym_arg(self, value):
+        if isinstance(value, SYM_TYPES):
+            return self.sym_values.node_of(value)
+        return value
+
+    def _result_device(self, node, val):
+        """The device of an op's result. Traced symbolically, everything is on meta: the device
+        is the op's ``device=`` argument, else its first tensor argument's real device."""
+        if not self.symbolic:
+            return _device_of(val)
+        if node.kwargs.get("device") is not None:
+            return torch.device(node.kwargs["device"])
+        devices = [a.meta["device"] for a in node.all_input_nodes if a.meta.get("device") is not None]
+        return devices[0] if devices else torch.get_default_device()
 
     def _emit_on_meta(self, func, args, kwargs):
         """Add a node that was not run for real; its ``val`` comes from running it on meta."""
         meta_args, meta_kwargs = tree_map(
             lambda a: a.meta["val"] if isinstance(a, fx.Node) else a, (tuple(args), dict(kwargs))
         )
-        node = self._emit(func, args, kwargs, func(*meta_args, **meta_kwargs))
+        with enable_python_dispatcher() if self.symbolic else contextlib.nullcontext():
+            val = func(*meta_args, **meta_kwargs)
+        node = self._emit(func, args, kwargs, val)
         devices = [a.meta["device"] for a in node.all_input_nodes if a.meta["device"] is not None]
         node.meta["device"] = devices[0] if devices else None
         return node

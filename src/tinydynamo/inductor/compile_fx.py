@@ -18,6 +18,9 @@ under the compile lock: threads may call it at once.
 Outputs have eager's strides: an output is contiguous unless eager lays it out otherwise
 (``x.t() * 2`` is laid out like ``x.t()``, see ``GraphLowering``), and an output which is a view
 (of an input or of another output) is returned as that view.
+
+Aten graphs with symbolic sizes are, for now, compiled once per distinct sizes
+(``SizeSpecializedGraph``): the loop IR and the C++ and Triton generators are static.
 """
 import warnings
 
@@ -25,6 +28,7 @@ import torch
 
 from .. import config
 from .._logging import trace_artifact
+from ..prims import decompose
 from ..utils import compile_lock, counters
 from . import codecache
 from .codegen.cpp import CppScheduling
@@ -151,3 +155,79 @@ class CompiledGraph:
             if key not in self._variants:
                 self._variants[key] = compile_graph(self.gm, args)
         return self._variants[key]
+
+
+def _size_key(args):
+    """What a static variant is compiled for: sizes, strides, dtype and device of each tensor
+    argument, the value of each int (a size) argument."""
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a
+                 for a in args)
+
+
+def _zeros_like(value):
+    """A zero tensor laid out like ``value`` (an int stays as it is)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device).zero_()
+
+
+def _without_int_inputs_and_outputs(prim_gm):
+    """Take the numbers out of a static prim graph's signature: its int (float) inputs (sizes,
+    which decomposing for concrete inputs made unused) and outputs (literals). Returns the
+    number outputs by position; the kernels take and return tensors only."""
+    for node in prim_gm.graph.find_nodes(op="placeholder"):
+        if not isinstance(node.meta.get("val"), torch.Tensor):
+            assert not node.users, f"{node} is a size, but the static graph still uses it"
+            prim_gm.graph.erase_node(node)
+    output = prim_gm.graph.output_node()
+    values = output.args[0]
+    int_outputs = {i: v for i, v in enumerate(values) if isinstance(v, (int, float))}
+    output.args = (tuple(v for i, v in enumerate(values) if i not in int_outputs),)
+    strides = output.meta["original_output_strides"]
+    output.meta["original_output_strides"] = [s for i, s in enumerate(strides) if i not in int_outputs]
+    prim_gm.recompile()
+    return int_outputs
+
+
+class _StaticVariant:
+    """One size specialisation: the compiled kernels, plus the int outputs they were fixed to."""
+
+    def __init__(self, gm, args):
+        examples = [_zeros_like(a) for a in args]
+        prim_gm = decompose(gm, examples)  # the sizes are ints now: a static prim graph
+        self.int_outputs = _without_int_inputs_and_outputs(prim_gm)
+        self.compiled = compile_fx_inner(prim_gm, [x for x in examples if isinstance(x, torch.Tensor)])
+        self.num_outputs = len(prim_gm.graph.output_node().args[0]) + len(self.int_outputs)
+
+    def __call__(self, *args):
+        tensors = iter(self.compiled(*(a for a in args if isinstance(a, torch.Tensor))))
+        return tuple(self.int_outputs[i] if i in self.int_outputs else next(tensors)
+                     for i in range(self.num_outputs))
+
+
+class SizeSpecializedGraph:
+    """An aten graph with symbolic sizes, compiled to one static variant per distinct input sizes.
+
+    This is the interim step of dynamic shapes in inductor: the loop IR, the scheduler and the
+    C++/Triton code generators know only concrete sizes, so a symbolic graph cannot be compiled
+    once for all sizes yet. Instead each call with new sizes (strides, int arguments) decomposes
+    the graph for zero tensors laid out like the call's arguments, which turns its sizes into
+    ints, and compiles that static graph. Variants are cached, and
+    ``stats()["size_specializations"]`` counts them. Dynamo still compiles the frame once, and
+    AOT autograd traces it once; only the kernels are specialised.
+    """
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.variants = {}  # _size_key -> _StaticVariant
+
+    def __call__(self, *args):
+        key = _size_key(args)
+        variant = self.variants.get(key)
+        if variant is None:
+            with compile_lock:  # two threads calling with the same new sizes compile it once
+                if key not in self.variants:
+                    counters["size_specializations"] += 1
+                    self.variants[key] = _StaticVariant(self.gm, args)
+                variant = self.variants[key]
+        return variant(*args)

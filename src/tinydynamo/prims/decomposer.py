@@ -8,6 +8,11 @@ call_function targets are prims, plus the ``EXTERN_FALLBACKS`` and the implicit 
 ops without a decomposition, which backends call as library kernels (``TINYDYNAMO_LOGS=prims``
 names them, and ``stats()["implicit_fallbacks"]`` counts them).
 
+A graph with symbolic sizes (from AOT autograd, see ``aot/symbolic.py``) decomposes the same
+way. Its size nodes (``sym_size``, ``operator.mul``...) are evaluated, not decomposed: with
+symbolic example inputs the prim graph computes the same sizes; with concrete example inputs
+they become ints and the prim graph is static (inductor specialises graphs that way).
+
 ``decomp_eager`` is the backend that stops here and runs the prims' eager implementations.
 """
 import operator
@@ -17,6 +22,7 @@ import torch.fx
 from torch.utils._pytree import tree_leaves
 
 from .._logging import trace_artifact
+from ..aot.symbolic import SIZE_OPS, bind_symbols, evaluate, is_symbolic
 from ..utils import counters
 from .primitives import Prim
 from .prim_tracer import PrimTracer
@@ -38,7 +44,7 @@ def _problem(node):
     if node.op != "call_function":
         return None
     target = node.target
-    if target is operator.getitem or isinstance(target, Prim) or target in EXTERN_FALLBACKS:
+    if target is operator.getitem or isinstance(target, Prim) or target in EXTERN_FALLBACKS or target in SIZE_OPS:
         return None
     if not isinstance(target, torch._ops.OpOverload):
         return f"{target!r} is not an aten op"
@@ -60,9 +66,10 @@ def check_supported(gm):
 class DecompositionInterpreter(torch.fx.Interpreter):
     """Runs an aten graph on ProxyTensors; each aten node runs its decomposition."""
 
-    def __init__(self, gm, tracer):
+    def __init__(self, gm, tracer, bindings):
         super().__init__(gm)
         self.tracer = tracer
+        self.bindings = bindings  # {size symbol: int} when decomposing for concrete inputs
 
     def run_node(self, node):
         self.node = node
@@ -74,7 +81,9 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         return super().run_node(node)
 
     def placeholder(self, target, args, kwargs):
-        return self.tracer.placeholder(target, super().placeholder(target, args, kwargs))
+        example = super().placeholder(target, args, kwargs)
+        # A symbolic example is a meta tensor; the node knows the real device.
+        return self.tracer.placeholder(target, example, self.node.meta.get("device"))
 
     def get_attr(self, target, args, kwargs):
         return self.tracer.constant(target.replace(".", "_"), super().get_attr(target, args, kwargs))
@@ -82,10 +91,12 @@ class DecompositionInterpreter(torch.fx.Interpreter):
     def call_function(self, target, args, kwargs):
         if target is operator.getitem:
             return args[0][args[1]]
+        if target in SIZE_OPS:
+            return compute_size(target, args)
         if isinstance(target, Prim):
             return target(*args, **kwargs)
         if target in EXTERN_FALLBACKS:
-            return self.tracer.record_extern(target, args, kwargs, self.node.meta.get("val"))
+            return self.tracer.record_extern(target, args, kwargs, self.traced_val())
         if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
             return self.implicit_fallback(target, args, kwargs, "has no decomposition")
         recorded_before = len(self.tracer.graph.nodes)
@@ -100,29 +111,63 @@ class DecompositionInterpreter(torch.fx.Interpreter):
     def implicit_fallback(self, target, args, kwargs, why):
         counters["implicit_fallbacks"] += 1
         trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as an extern (aten) kernel")
-        return self.tracer.record_extern(target, args, kwargs, self.node.meta.get("val"))
+        return self.tracer.record_extern(target, args, kwargs, self.traced_val())
+
+    def traced_val(self):
+        """The node's traced value, with the sizes of this decomposition's inputs."""
+        return _map_tensors(lambda v: concrete_layout(v, self.bindings), self.node.meta.get("val"))
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
+
+
+def compute_size(target, args):
+    """Run a size node of a symbolic graph (``sym_size``, ``operator.mul``...) on its values."""
+    if target is torch.ops.aten.sym_size.int:
+        return args[0].shape[args[1]]
+    if target is torch.ops.aten.sym_stride.int:
+        return args[0].stride(args[1])
+    if target is torch.ops.aten.sym_numel.default:
+        return args[0].numel()
+    return target(*args)
+
+
+def concrete_layout(value, bindings):
+    """A meta tensor like ``value`` with its symbolic sizes and strides computed from
+    ``bindings``; ``value`` itself when there are no bindings (or nothing symbolic)."""
+    if not bindings or not isinstance(value, torch.Tensor) or not is_symbolic(value):
+        return value
+    shape = [evaluate(s, bindings) for s in value.shape]
+    strides = [evaluate(s, bindings) for s in value.stride()]
+    return torch.empty_strided(shape, strides, dtype=value.dtype, device="meta")
+
+
+def _map_tensors(fn, value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map_tensors(fn, v) for v in value)
+    return fn(value) if isinstance(value, torch.Tensor) else value
 
 
 def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
     """The prim graph computing what the aten graph ``gm`` computes on inputs like example_inputs."""
     check_supported(gm)
     tracer = PrimTracer()
+    placeholders = [node.meta.get("val") for node in gm.graph.find_nodes(op="placeholder")]
+    bindings = bind_symbols(placeholders, example_inputs)
     with tracer:
-        DecompositionInterpreter(gm, tracer).run(*example_inputs, enable_io_processing=False)
-    _keep_output_strides(gm.graph, tracer.graph)
+        DecompositionInterpreter(gm, tracer, bindings).run(*example_inputs, enable_io_processing=False)
+    _keep_output_strides(gm.graph, tracer.graph, bindings)
     prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
     trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
     return prim_gm
 
 
-def _keep_output_strides(aten_graph, prim_graph):
+def _keep_output_strides(aten_graph, prim_graph, bindings):
     """Prims compute values, not layouts: record the strides eager gives each output (the aten
     graph's ``meta["val"]``), for the backend to follow, as TorchInductor does."""
     aten_output = next(iter(reversed(aten_graph.nodes)))
-    vals = [getattr(a, "meta", {}).get("val") for a in tree_leaves(aten_output.args[0])]
+    vals = [concrete_layout(getattr(a, "meta", {}).get("val"), bindings)
+            for a in tree_leaves(aten_output.args[0])]
     prim_output = next(iter(reversed(prim_graph.nodes)))
     prim_output.meta["original_output_strides"] = [
         tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals]

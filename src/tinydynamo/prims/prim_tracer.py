@@ -12,6 +12,10 @@ knows the FX node (in the prim graph being built) that produces it. While a deco
 
 This is PyTorch's ``make_fx`` idea (``torch/fx/experimental/proxy_tensor.py``), reduced to what
 decomposition needs.
+
+Symbolic sizes: a ProxyTensor's sizes may be SymInts, and so may graph inputs. Decompositions
+compute with them as with ints; a SymInt passed to a prim becomes a graph value, as in the AOT
+tracer (``aot/symbolic.py``).
 """
 import operator
 import threading
@@ -19,6 +23,7 @@ import threading
 import torch
 import torch.fx
 
+from ..aot.symbolic import SYM_TYPES, SymbolicValues
 from .registry import DecompositionError, run_decomposition
 
 
@@ -109,6 +114,7 @@ class PrimTracer:
 
     def __init__(self):
         self.graph = torch.fx.Graph()
+        self.sym_values = SymbolicValues(self.graph)
         self.constants = {}  # get_attr name -> real tensor
         self.origin = {}  # stamped on every new node: the aten op being decomposed, its source
 
@@ -119,15 +125,20 @@ class PrimTracer:
     def __exit__(self, *exc):
         _active_tracers.stack.pop()
 
-    def placeholder(self, name, example):
-        if not isinstance(example, torch.Tensor):
+    def placeholder(self, name, example, device=None):
+        """A graph input: a tensor (on ``device``, by default its own: a tensor with symbolic
+        sizes is a meta one) or a size."""
+        if not isinstance(example, (torch.Tensor, int, float, torch.SymInt, torch.SymFloat)):
             raise DecompositionError(f"graph input {name} is a {type(example).__name__}; "
-                                     "decompose() supports tensor inputs only")
-        if not all(isinstance(size, int) for size in example.shape):
-            raise DecompositionError(f"graph input {name} has symbolic sizes {tuple(example.shape)}; "
-                                     "decompose() supports static shapes only")
+                                     "decompose() supports tensor and size inputs only")
         node = self.graph.placeholder(name)
-        return self._wrap(node, meta_like(example), example.device)
+        if not isinstance(example, torch.Tensor):
+            node.meta["val"] = example
+            self.sym_values.add_input(node, example)
+            return example
+        proxy = self._wrap(node, meta_like(example), device or example.device)
+        self.sym_values.add_input(node, proxy.meta_tensor)
+        return proxy
 
     def constant(self, name, value):
         self.constants[name] = value
@@ -183,6 +194,8 @@ class PrimTracer:
     def _to_arg(self, value):
         if isinstance(value, ProxyTensor):
             return value.node
+        if isinstance(value, SYM_TYPES):
+            return self.sym_values.node_of(value)
         if isinstance(value, torch.Tensor):
             raise DecompositionError(
                 f"a decomposition passed a real tensor {tuple(value.shape)} {value.dtype} to the "

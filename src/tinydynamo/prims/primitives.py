@@ -96,14 +96,15 @@ def _check_dtype(name, dtype, allowed):
 
 
 def _is_scalar(x):
-    return isinstance(x, (bool, int, float))
+    return isinstance(x, (bool, int, float, torch.SymInt, torch.SymFloat))
 
 
 def _scalar_fits(value, dtype):
-    """Can a Python scalar be used as a value of ``dtype`` without promoting it? (bool < int < float)"""
+    """Can a Python scalar be used as a value of ``dtype`` without promoting it? (bool < int < float)
+    A symbolic size (SymInt) is an int."""
     if isinstance(value, bool):
         return True
-    if isinstance(value, int):
+    if isinstance(value, (int, torch.SymInt)):
         return dtype != torch.bool
     return dtype.is_floating_point
 
@@ -364,7 +365,7 @@ def view_strides(shape, strides, new_shape):
 
 
 def _reshape_meta(a, shape):
-    _check(all(isinstance(s, int) and s >= 0 for s in shape),
+    _check(all(isinstance(s, (int, torch.SymInt)) and s >= 0 for s in shape),
            f"prims.reshape: shape {shape} must be explicit (no -1)")
     _check(math.prod(shape) == a.numel(), f"prims.reshape: cannot reshape {tuple(a.shape)} to {shape}")
     strides = view_strides(a.shape, a.stride(), shape)

@@ -8,6 +8,13 @@ computes the result dtype (``result_type``), converts (``convert_element_type``)
 Also here: reductions (with ``keepdim`` and fp32 accumulation made explicit), views, tensor
 creation, random numbers and indexing. The composite nn ops built on top are in
 ``decompositions.py``.
+
+Sizes may be symbolic (``torch.SymInt``, see ``aot/symbolic.py``). Arithmetic on them stays
+symbolic, and a scalar made from sizes stays a SymInt or SymFloat (``scalar_of``). A comparison
+(``if a.shape[d] == 1``) asks the size's ShapeEnv, which answers from what it knows about the
+symbols or records a guard that dynamo checks on later calls. The few decompositions that need a
+concrete number of things (``unbind`` loops over ``range(size)``) specialise that size the same
+way, through ``guard_int``: the graph is then valid for that size only, and a guard says so.
 """
 import functools
 import math
@@ -34,9 +41,9 @@ def _category(dtype):
 
 
 def _scalar_dtype(value):
-    if isinstance(value, bool):
+    if isinstance(value, (bool, torch.SymBool)):
         return torch.bool
-    if isinstance(value, int):
+    if isinstance(value, (int, torch.SymInt)):  # a symbolic size is an int
         return torch.int64
     return torch.get_default_dtype()
 
@@ -74,7 +81,14 @@ def to_dtype(x, dtype):
 
 
 def scalar_of(value, dtype):
-    """A Python scalar of the kind ``dtype`` holds (aten casts scalar arguments the same way)."""
+    """A Python scalar of the kind ``dtype`` holds (aten casts scalar arguments the same way).
+    A symbolic size stays a SymInt (a SymFloat made from sizes stays one too): ``int()`` or
+    ``float()`` of it would fix its value, and an int scalar computes like the float it stands
+    for (prims take both)."""
+    if isinstance(value, torch.SymInt) and dtype != torch.bool:
+        return value
+    if isinstance(value, torch.SymFloat) and dtype.is_floating_point:
+        return value
     if dtype == torch.bool:
         return bool(value)
     return float(value) if dtype.is_floating_point else int(value)
@@ -879,12 +893,13 @@ def arange(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memo
     if step == 0 or (end - start) * step < 0:
         raise DecompositionError(f"arange({start}, {end}, {step}): the step does not lead from start to end")
     dtype = dtype or result_type(*values)
-    length = math.ceil((end - start) / step)
     device = _default_device(device)
-    if all(isinstance(v, int) for v in values):
+    if all(isinstance(v, (int, torch.SymInt)) for v in values):
+        length = -((start - end) // step)  # ceil((end - start) / step) in ints: symbolic sizes stay ints
         return to_dtype(prims.iota(length, start=start, step=step, dtype=torch.int64, device=device),
                         dtype)
     # Float ranges: start + i * step, computed in float64 as aten does, then rounded to dtype.
+    length = math.ceil((end - start) / step)
     index = prims.convert_element_type(
         prims.iota(length, start=0, step=1, dtype=torch.int64, device=device), torch.float64)
     return to_dtype(prims.add(prims.mul(index, float(step)), float(start)), dtype)

@@ -1,0 +1,253 @@
+"""Symbolic sizes through AOT autograd, prims and inductor, with PyTorch's Dynamo as the frontend.
+
+Each tiny function is compiled once with ``dynamic=True`` and called with several sizes; its
+outputs and gradients must equal eager's. Sizes are picked so that no two dims of the first call are
+equal (Dynamo gives equal sizes one symbol, "duck sizing", and would recompile when they later
+differ), and no size Dynamo slices down to 0 or 1 (it specialises those).
+"""
+import pytest
+import sympy
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+
+import tinydynamo
+from tinydynamo import backends
+from tinydynamo.aot.symbolic import SymbolicValues
+from tinydynamo.testing.models import ZOO, make
+from tinydynamo.testing.real_models import REAL_MODELS, outputs_to_tensors
+
+assert_close = torch.testing.assert_close
+
+BACKENDS = {"aot_eager": backends.aot_eager, "decomp_eager": backends.decomp_eager,
+            "inductor": backends.inductor}
+BATCHES = [4, 5, 6, 8, 11]
+
+
+class CountingBackend:
+    """A torch.compile backend that counts the graphs it is given to compile."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.compiles = 0
+
+    def __call__(self, gm, example_inputs):
+        self.compiles += 1
+        return self.backend(gm, example_inputs)
+
+
+def _inputs(make, batch):
+    torch.manual_seed(batch)
+    return [t.requires_grad_() if t.is_floating_point() else t for t in make(batch)]
+
+
+def _check_against_eager(fn, make, backend, dynamic=True, batches=BATCHES):
+    """Compile ``fn`` once, call it with each batch size: outputs and gradients equal eager's."""
+    torch._dynamo.reset()
+    counting = CountingBackend(backend)
+    compiled = torch.compile(fn, backend=counting, dynamic=dynamic)
+    for batch in batches:
+        inputs = _inputs(make, batch)
+        expected = fn(*inputs)
+        copies = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+        actual = compiled(*copies)
+        assert_close(actual, expected)
+        tensors = [x for x in inputs if x.requires_grad]
+        if tensors:
+            out = expected if isinstance(expected, torch.Tensor) else expected[0]
+            grad_expected = torch.autograd.grad(out.sum(), tensors, allow_unused=True)
+            out = actual if isinstance(actual, torch.Tensor) else actual[0]
+            grad_actual = torch.autograd.grad(out.sum(), [x for x in copies if x.requires_grad], allow_unused=True)
+            assert_close(grad_actual, grad_expected)
+    return counting.compiles
+
+
+def _pointwise(x, y):
+    return torch.sin(x) * y + 2
+
+
+def _reductions(x, w, b):
+    return x.sum(1).softmax(-1) + F.layer_norm(x, x.shape[-1:], w, b).mean()
+
+
+def _linear(x, w, b):
+    return F.linear(torch.relu(x), w, b) @ w
+
+
+def _view_computed(x):
+    return x.view(x.shape[0], -1) * 2
+
+
+def _reshape_computed(x):
+    b = x.shape[0]
+    return x.reshape(b * 2, -1).cos()
+
+
+def _cat_slice_broadcast(x, y):
+    z = torch.cat([x, y * 2], dim=0)
+    return z[1:-1, :3] + z.mean(0, keepdim=True)[:, :3] + x[: x.shape[0] // 2].sum()
+
+
+def _float_from_size(x):
+    return x * (x.shape[0] / 2), x.shape[0] / 4
+
+
+def _returns_view_and_size(x):
+    return x.view(-1, 2).t(), x.shape[0] * 3
+
+
+CASES = {
+    "pointwise": (_pointwise, lambda b: [torch.randn(b, 10), torch.randn(10)]),
+    "reductions": (_reductions, lambda b: [torch.randn(b, 10), torch.randn(10), torch.randn(10)]),
+    "linear": (_linear, lambda b: [torch.randn(b, 3), torch.randn(3, 3), torch.randn(3)]),
+    "view_computed": (_view_computed, lambda b: [torch.randn(b, 3, 7)]),
+    "reshape_computed": (_reshape_computed, lambda b: [torch.randn(b, 2, 7)]),
+    "cat_slice_broadcast": (_cat_slice_broadcast, lambda b: [torch.randn(b, 10), torch.randn(b + 1, 10)]),
+    "returns_view_and_size": (_returns_view_and_size, lambda b: [torch.randn(b, 10)]),
+    "float_from_size": (_float_from_size, lambda b: [torch.randn(b, 3)]),
+}
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_dynamic_true_compiles_once(case, backend):
+    fn, make = CASES[case]
+    assert _check_against_eager(fn, make, BACKENDS[backend]) == 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_automatic_dynamic_compiles_at_most_twice(backend):
+    fn, make = CASES["reductions"]
+    assert _check_against_eager(fn, make, BACKENDS[backend], dynamic=None) <= 2
+
+
+def test_inductor_specializes_kernels_per_size():
+    tinydynamo.reset()
+    fn, make = CASES["pointwise"]
+    _check_against_eager(fn, make, backends.inductor, batches=[3, 5, 3])
+    # forward and backward for 3 and 5; the second call with 3 reuses them
+    assert tinydynamo.stats()["size_specializations"] == 4
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 16), torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+def _loss(model, x, target):
+    return F.cross_entropy(model(x), target)
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_mlp_training_step(backend):
+    """The loss inside the graph: nll_loss is a composite op whose backward must be traced."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = MLP()
+    counting = CountingBackend(BACKENDS[backend])
+    compiled = torch.compile(_loss, backend=counting, dynamic=True)
+    for batch in BATCHES:
+        x, target = torch.randn(batch, 6), torch.randint(0, 3, (batch,))
+        expected_loss = _loss(model, x, target)
+        expected = torch.autograd.grad(expected_loss, list(model.parameters()))
+        loss = compiled(model, x, target)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        assert_close(loss, expected_loss)
+        assert_close(grads, expected)
+    assert counting.compiles == 1
+
+
+def _resized(name, inputs, size):
+    """The zoo model's inputs with batch (for tiny_gpt: sequence length) ``size``."""
+    if name == "tiny_gpt":
+        return tuple(t[:, :size].contiguous() for t in inputs)
+    return tuple(torch.cat([t, t, t])[:size] for t in inputs)
+
+
+@pytest.mark.parametrize("backend", ["decomp_eager", "inductor"])
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_training_over_sizes(name, backend):
+    """Zoo models (convolutions, batch norm, attention) train like eager over 4 sizes, compiled once."""
+    torch._dynamo.reset()
+    model, inputs = make(name)
+    reference, _ = make(name)
+    counting = CountingBackend(BACKENDS[backend])
+    compiled = torch.compile(model, backend=counting, dynamic=True)
+    for size in [5, 7, 10, 13]:
+        sized = _resized(name, inputs, size)
+        loss = ZOO[name].loss(compiled(*sized))
+        loss.backward()
+        expected = ZOO[name].loss(reference(*sized))
+        expected.backward()
+        assert_close(loss, expected, rtol=1e-4, atol=1e-5)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+            p.grad = q.grad = None
+    assert counting.compiles == 1
+
+
+def _with_concrete_example_inputs(backend):
+    """Hand the backend real tensors and ints, the symbolic values only in the placeholders'
+    meta["example_value"], as tinydynamo's own dynamo does."""
+    def concrete(gm, example_inputs):
+        ints = [x.node.hint if isinstance(x, torch.SymInt) else x for x in example_inputs]
+        return backend(gm, ints)
+    return concrete
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_symbolic_sizes_from_placeholder_metadata(backend):
+    fn, make = CASES["reshape_computed"]
+    assert _check_against_eager(fn, make, _with_concrete_example_inputs(BACKENDS[backend])) == 1
+
+
+def _count_compiles(model, backend, lengths, ids):
+    torch._dynamo.reset()
+    counting = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counting)
+    for length in lengths:
+        compiled(input_ids=ids[:, :length])
+    return counting.compiles
+
+
+def test_gpt2_over_sequence_lengths():
+    """torch.compile(model, backend="tinydynamo") with its default dynamic=None: equal to eager,
+    and compiled as often as with torch's own "eager" backend (no recompiles of our making)."""
+    model, _, kwargs = REAL_MODELS["gpt2"].build()
+    lengths = [5, 8, 11, 13]
+    assert _count_compiles(model, backends.torch_compile_backend, lengths, kwargs["input_ids"]) \
+        <= _count_compiles(model, lambda gm, example_inputs: gm.forward, lengths, kwargs["input_ids"])
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="tinydynamo")
+    for length in lengths:
+        ids = kwargs["input_ids"][:, :length]
+        expected = outputs_to_tensors(model(input_ids=ids, labels=ids))
+        assert_close(outputs_to_tensors(compiled(input_ids=ids, labels=ids)), expected)
+    model.train()
+    ids = kwargs["input_ids"][:, :9]
+    expected = torch.autograd.grad(model(input_ids=ids, labels=ids).loss, list(model.parameters()))
+    actual = torch.autograd.grad(compiled(input_ids=ids, labels=ids).loss, list(model.parameters()))
+    assert_close(actual, expected)
+
+
+def test_float_arguments_are_compiled_per_value():
+    """With dynamic=True, Dynamo passes a float argument as a 0-d tensor that the graph reads with
+    .item(): the value is baked in, and another value compiles another variant."""
+    torch._dynamo.reset()
+    counting = CountingBackend(backends.aot_eager)
+    compiled = torch.compile(lambda x, scale: x * scale, backend=counting, dynamic=True)
+    for batch, scale in [(4, 2.5), (5, 3.5), (6, 2.5)]:
+        x = torch.randn(batch, 3)
+        assert_close(compiled(x, scale), x * scale)
+    assert counting.compiles == 1
+
+
+def test_unsupported_size_expression_names_it():
+    """A size expression the graph cannot compute raises, naming it (never a baked-in size)."""
+    values = SymbolicValues(torch.fx.Graph())
+    with pytest.raises(NotImplementedError, match=r"size expression sqrt\(s0\)"):
+        values._emit(sympy.sqrt(sympy.Symbol("s0", integer=True, positive=True)))
