@@ -47,10 +47,6 @@ def eager(gm: torch.fx.GraphModule, example_inputs):
     return gm.forward
 
 
-# Backends whose compiled graph works for every size of a graph traced with symbolic sizes.
-DYNAMIC_SHAPE_BACKENDS = {eager}
-
-
 @register_backend(name="aot_eager")
 def aot_eager(gm: torch.fx.GraphModule, example_inputs):
     """AOT autograd: joint graph, functionalization, partition; aten ops run eagerly (chapter 6)."""
@@ -84,6 +80,12 @@ def inductor(gm: torch.fx.GraphModule, example_inputs):
         bw_compiler=inductor_compiler,
         partition_fn=min_cut_rematerialization_partition,
     )
+
+
+# Backends whose compiled graph works for every size of a graph traced with symbolic sizes: AOT
+# autograd traces such a graph once with symbolic meta tensors (inductor then compiles its kernels
+# per size, ``SizeSpecializedGraph``).
+DYNAMIC_SHAPE_BACKENDS = {eager, aot_eager, decomp_eager, inductor}
 
 
 def compiler_for_symbolic_graph(backend):

@@ -5,10 +5,12 @@ import warnings
 import pytest
 import sympy
 import torch
+import torch._dynamo
 
 import tinydynamo
 from tinydynamo import config
 from tinydynamo.symbolic_shapes import FloorDiv, ShapeEnv, to_python
+from tinydynamo.testing.real_models import REAL_MODELS
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
 
@@ -288,3 +290,26 @@ def test_size_expressions_print_as_python_that_computes_them():
         text = to_python(expr, lambda symbol: "n")
         for n in (2, 3, 7, 11):
             assert eval(text, {"n": n}) == int(expr.subs(s, n)), (expr, text, n)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_scalars_made_inside_a_decomposition_stay_on_the_real_device(backend):
+    def f(x):  # where() with two numbers makes scalar tensors from the (meta) input's device
+        return x + torch.where(x > 0, 0.0, float("-inf"))
+
+    stats = check_sizes(f, lambda n: (torch.randn(n),), [3, 5, 7], backend, dynamic=True)
+    assert stats["frames_compiled"] == 1
+
+
+def test_a_transformers_decoder_over_twelve_sequence_lengths():
+    model = REAL_MODELS["gpt2"].build()[0]
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    ours, theirs = tinydynamo.compile(model, backend="aot_eager"), torch.compile(model, backend="eager")
+    with torch.no_grad():
+        for n in [5, 7, 9, 11, 13, 16, 19, 23, 26, 30, 33, 40]:
+            ids = torch.randint(0, 1000, (2, n))
+            torch.testing.assert_close(ours(input_ids=ids).logits, model(input_ids=ids).logits)
+            theirs(input_ids=ids)
+    assert tinydynamo.stats()["frames_compiled"] <= torch._dynamo.utils.counters["frames"]["ok"]
+    assert tinydynamo.stats()["fallbacks"] == 0

@@ -103,6 +103,10 @@ def _device_of(value):
     return tensors[0].device if tensors else None
 
 
+def _is_meta_device(device):
+    return device is not None and torch.device(device).type == "meta"
+
+
 def _has_device_argument(func):
     return any(arg.name == "device" for arg in func._schema.arguments)
 
@@ -481,9 +485,19 @@ class DispatchTracer(TorchDispatchMode):
         """Add the node ``func(*args, **kwargs)``, whose real result was ``val``."""
         name = func.overloadpacket.__name__  # "mm", not "mm_default", as PyTorch names them
         args, kwargs = tree_map(self._sym_arg, (tuple(args), dict(kwargs)))
+        if self.symbolic and _is_meta_device(kwargs.get("device")):
+            # made by code that saw only meta tensors (a decomposition's scalar_tensor): the
+            # program's real device, that of its tensor arguments or else of its inputs
+            kwargs["device"] = self._program_device(args)
         node = self.graph.create_node("call_function", func, args, kwargs, name=name)
         self._set_val(node, val, self._result_device(node, val))
         return node
+
+    def _program_device(self, args):
+        nodes = [a for a in tree_flatten(args)[0] if isinstance(a, fx.Node)]
+        nodes += list(self.graph.find_nodes(op="placeholder"))
+        devices = [n.meta["device"] for n in nodes if n.meta.get("device") is not None]
+        return devices[0] if devices else torch.get_default_device()
 
     def _sym_arg(self, value):
         if isinstance(value, SYM_TYPES):
