@@ -50,6 +50,7 @@ VARIANTS = {  # name -> how to compile a module
     # every dimension of every input a size symbol from the first compile (chapter 4)
     "eager dynamic": lambda m: tinydynamo.compile(m, backend="eager", dynamic=True),
     "inductor dynamic": lambda m: tinydynamo.compile(m, backend="inductor", dynamic=True),
+    "torch.compile dynamic": lambda m: torch.compile(m, backend="tinydynamo", dynamic=True),
 }
 RTOL = ATOL = 1e-4  # atol scaled by the tensor's largest magnitude, when that is above 1
 MODEL_PACKAGES = ("transformers", "diffusers", "torch_geometric", "huggingface_hub")
