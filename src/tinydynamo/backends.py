@@ -4,7 +4,6 @@ A backend has ``torch.compile``'s signature, ``backend(gm, example_inputs) -> ca
 it receives the FX graph that dynamo captured plus example inputs, and returns a callable
 that takes the same flat positional inputs and returns what ``gm`` returns.
 """
-import functools
 import warnings
 
 import torch
@@ -12,10 +11,10 @@ import torch
 from .aot import aot_autograd, min_cut_rematerialization_partition, nop
 from .aot.symbolic import is_symbolic
 from .inductor import compile_fx_inner
-from .inductor.compile_fx import SizeSpecializedGraph
+from .inductor.compile_fx import size_specialized
 from .prims import decomp_eager as run_prims_eagerly
 from .prims import decompose
-from .utils import compile_lock, counters
+from .symbolic_shapes import SizeSpecializations
 
 _BACKENDS = {}
 
@@ -63,9 +62,9 @@ def inductor_compiler(gm: torch.fx.GraphModule, example_inputs):
     """One aten graph (forward or backward) → prims → loop IR → fused C++ kernels (chapters 7-10).
 
     A graph with symbolic sizes is compiled once per distinct input sizes, for now
-    (``SizeSpecializedGraph``: inductor's code generators are static)."""
+    (``size_specialized``: inductor's code generators are static)."""
     if any(is_symbolic(value) for value in example_inputs):
-        return SizeSpecializedGraph(gm)
+        return size_specialized(gm)
     return compile_fx_inner(decompose(gm, example_inputs), example_inputs)
 
 
@@ -84,46 +83,29 @@ def inductor(gm: torch.fx.GraphModule, example_inputs):
 
 # Backends whose compiled graph works for every size of a graph traced with symbolic sizes: AOT
 # autograd traces such a graph once with symbolic meta tensors (inductor then compiles its kernels
-# per size, ``SizeSpecializedGraph``).
+# per size, ``inductor_compiler``).
 DYNAMIC_SHAPE_BACKENDS = {eager, aot_eager, decomp_eager, inductor}
 
 
 def compiler_for_symbolic_graph(backend):
     """The compiler for a graph traced with symbolic sizes: ``backend`` itself if it compiles such
     graphs (``DYNAMIC_SHAPE_BACKENDS``), else one that specialises the graph to each distinct set
-    of input shapes it is called with (``ShapeSpecializedGraph``)."""
+    of input shapes it is called with."""
     if backend in DYNAMIC_SHAPE_BACKENDS:
         return backend
-    return functools.partial(ShapeSpecializedGraph, backend)
+    return shape_specialized(backend)
 
 
-class ShapeSpecializedGraph:
-    """A graph with symbolic sizes, run by a backend that compiles static shapes: each call's
-    input shapes and strides pick a variant, compiled by ``backend`` with that call's inputs as
-    example inputs the first time they are seen. Dynamo's guards still admit every size with one
-    frame compile; only the backend compiles again. ``stats()["size_specializations"]`` counts
-    the variants."""
+def shape_specialized(backend):
+    """``backend`` as a compiler of graphs with symbolic sizes: the graph is compiled again, by
+    ``backend`` with the call's own inputs as example inputs, for each distinct input shape.
+    Dynamo's guards still admit every size with one translation of the frame."""
+    def compile_graph(gm, example_inputs):
+        variants = SizeSpecializations(lambda args: backend(gm, list(args)))
+        variants.variant(example_inputs)  # the first call's shapes, compiled now, as any backend does
+        return variants
 
-    def __init__(self, backend, gm, example_inputs):
-        self.backend = backend
-        self.gm = gm
-        self.variants = {self.key(example_inputs): self.compile(example_inputs)}
-
-    @staticmethod
-    def key(args):
-        return tuple((tuple(a.shape), a.stride()) if isinstance(a, torch.Tensor) else a for a in args)
-
-    def compile(self, args):
-        counters["size_specializations"] += 1
-        return self.backend(self.gm, list(args))
-
-    def __call__(self, *args):
-        key = self.key(args)
-        if key not in self.variants:
-            with compile_lock:  # threads calling with a new shape at once compile it once
-                if key not in self.variants:
-                    self.variants[key] = self.compile(args)
-        return self.variants[key](*args)
+    return compile_graph
 
 
 def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):

@@ -29,6 +29,8 @@ import operator
 import sympy
 import torch
 
+from .utils import compile_lock, counters
+
 
 class FloorDiv(sympy.Function):
     """``a // b`` for integers, simplified when the division is exact (``(2*s0) // 2`` is ``s0``)."""
@@ -450,3 +452,32 @@ class SymNode:
 def is_symbolic(value):
     """A SymInt/SymFloat/SymBool whose value depends on a symbol."""
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) and value.node.is_symbolic()
+
+
+class SizeSpecializations:
+    """Compiled variants of one graph, one per distinct sizes of the arguments it is called with:
+    how a compiler that knows only concrete sizes serves a graph traced with symbolic ones.
+    ``compile_variant(args)`` compiles for the sizes, strides, dtypes and int values of ``args``
+    the first time they are seen; ``stats()["size_specializations"]`` counts the variants."""
+
+    def __init__(self, compile_variant):
+        self.compile_variant = compile_variant
+        self.variants = {}
+
+    @staticmethod
+    def key(args):
+        return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a
+                     for a in args)
+
+    def variant(self, args):
+        """The variant for the sizes of ``args``, compiled now if it is new."""
+        key = self.key(args)
+        if key not in self.variants:
+            with compile_lock:  # threads calling with the same new sizes compile them once
+                if key not in self.variants:
+                    counters["size_specializations"] += 1
+                    self.variants[key] = self.compile_variant(args)
+        return self.variants[key]
+
+    def __call__(self, *args):
+        return self.variant(args)(*args)

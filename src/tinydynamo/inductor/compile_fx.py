@@ -20,7 +20,7 @@ Outputs have eager's strides: an output is contiguous unless eager lays it out o
 (of an input or of another output) is returned as that view.
 
 Aten graphs with symbolic sizes are, for now, compiled once per distinct sizes
-(``SizeSpecializedGraph``): the loop IR and the C++ and Triton generators are static.
+(``size_specialized``): the loop IR and the C++ and Triton generators are static.
 """
 import warnings
 
@@ -29,6 +29,7 @@ import torch
 from .. import config
 from .._logging import trace_artifact
 from ..prims import decompose
+from ..symbolic_shapes import SizeSpecializations
 from ..utils import compile_lock, counters
 from . import codecache
 from .codegen.cpp import CppScheduling
@@ -157,13 +158,6 @@ class CompiledGraph:
         return self._variants[key]
 
 
-def _size_key(args):
-    """What a static variant is compiled for: sizes, strides, dtype and device of each tensor
-    argument, the value of each int (a size) argument."""
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else a
-                 for a in args)
-
-
 def _zeros_like(value):
     """A zero tensor laid out like ``value`` (an int stays as it is)."""
     if not isinstance(value, torch.Tensor):
@@ -205,29 +199,14 @@ class _StaticVariant:
                      for i in range(self.num_outputs))
 
 
-class SizeSpecializedGraph:
+def size_specialized(gm):
     """An aten graph with symbolic sizes, compiled to one static variant per distinct input sizes.
 
     This is the interim step of dynamic shapes in inductor: the loop IR, the scheduler and the
     C++/Triton code generators know only concrete sizes, so a symbolic graph cannot be compiled
     once for all sizes yet. Instead each call with new sizes (strides, int arguments) decomposes
     the graph for zero tensors laid out like the call's arguments, which turns its sizes into
-    ints, and compiles that static graph. Variants are cached, and
-    ``stats()["size_specializations"]`` counts them. Dynamo still compiles the frame once, and
-    AOT autograd traces it once; only the kernels are specialised.
+    ints, and compiles that static graph. Dynamo still compiles the frame once, and AOT autograd
+    traces it once; only the kernels are specialised.
     """
-
-    def __init__(self, gm):
-        self.gm = gm
-        self.variants = {}  # _size_key -> _StaticVariant
-
-    def __call__(self, *args):
-        key = _size_key(args)
-        variant = self.variants.get(key)
-        if variant is None:
-            with compile_lock:  # two threads calling with the same new sizes compile it once
-                if key not in self.variants:
-                    counters["size_specializations"] += 1
-                    self.variants[key] = _StaticVariant(self.gm, args)
-                variant = self.variants[key]
-        return variant(*args)
+    return SizeSpecializations(lambda args: _StaticVariant(gm, args))
