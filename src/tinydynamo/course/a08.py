@@ -182,12 +182,13 @@ class FunctionModule(nn.Module):
         return self.fn(*inputs)
 
 
-def compile_and_run(fn, inputs):
-    """``fn(*inputs)`` through the inductor backend (AOT autograd, prims, loop IR, C++)."""
+def compile_and_run(fn, inputs, call_inputs=None):
+    """``fn(*inputs)`` through the inductor backend (AOT autograd, prims, loop IR, C++); compiled
+    for ``inputs`` and called with ``call_inputs`` (of the same shapes and dtypes) when given."""
     gm = as_graph_module(FunctionModule(fn), len(inputs))
     with torch.no_grad():
         compiled = lookup_backend("inductor")(gm, list(inputs))
-        return compiled(*inputs)
+        return compiled(*(inputs if call_inputs is None else call_inputs))
 
 
 def compiler_errors(error, limit=2):
@@ -225,6 +226,7 @@ class Case:
     tolerance: dict = dataclasses.field(default_factory=lambda: dict(F32_TOL))
     source_checks: tuple = ()  # (regular expression, what it means), searched in the C++ source
     details: str = ""  # shown after a failure (a random program's listing)
+    call_inputs: Callable = None  # () -> the inputs of the call, if not those compiled for
 
 
 def tensors(seed, *specs):
@@ -264,6 +266,20 @@ def _with_specials(made):
 
 def _positive_divisors(made):
     made[1].abs_().add_(1)
+
+
+def _a_zero_divisor(made):
+    made[1].abs_().add_(1)
+    made[1][0, 2] = 0
+
+
+# In a float32 kernel, no double: no double literal (1.0 for 1.0f), no double math function (exp for
+# expf, sqrt(x) for std::sqrt's float overload), no cast to double.
+FLOAT_ONLY = (r"// kernel0(?![\s\S]*(?:(?<![\w.])\d+\.\d*(?:e[-+]?\d+)?(?![\w.])|\bdouble\b"
+              r"|(?<![\w:])(?:exp|log|tanh|sqrt)\())",
+              "the float32 kernel computes in double somewhere (a double literal such as 1.0 for 1.0f, "
+              "a double math function such as exp or sqrt for expf or std::sqrt, or a cast to double), "
+              "which is slower and, rounded back, not float32's result")
 
 
 SIMD_INNER_LOOP = (r"#pragma omp simd\s*\n\s*for \(int64_t x1 ", "the row loop (x1) of a pointwise body "
@@ -309,6 +325,14 @@ def _ops_cases():
              lambda a, b: (torch.maximum(a * 3_000_000_000, b), torch.minimum(a * -3_000_000_000, b),
                            torch.div(a * 3_000_000_000, b, rounding_mode="trunc")),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
+        Case("integer division by zero i64[3, 5]: trunc (eager raises ZeroDivisionError)",
+             lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+             inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors),  # compiled for these,
+             call_inputs=inputs_of(((3, 5), i64), ((3, 5), i64), edit=_a_zero_divisor)),  # called with these
+        Case("float32 math stays in float f32[4, 4]: 1 / x, rsqrt, exp, log, tanh, sqrt",
+             lambda x: (torch.reciprocal(x), torch.rsqrt(x.abs()), x.exp(), x.abs().log(), x.tanh(),
+                        x.abs().sqrt()),
+             inputs_of(((4, 4), f32)), source_checks=(FLOAT_ONLY,)),
         Case("integer division i64[3, 5]: trunc and floor",
              lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
@@ -415,13 +439,26 @@ def cases(part, extra=False):
 def run_case(case, swap):
     """None if ``case`` gives eager's result through the swapped code generator, else why not."""
     inputs = case.make_inputs()
-    expected = case.fn(*inputs)
+    call_inputs = inputs if case.call_inputs is None else case.call_inputs()
+    try:
+        expected = case.fn(*call_inputs)
+    except RuntimeError as error:  # the case is an error that eager reports: yours must report it
+        expected = error
     first = len(swap.sources)
     try:
-        actual = compile_and_run(case.fn, inputs)
+        actual = compile_and_run(case.fn, inputs, call_inputs)
     except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
-        return describe_error(error)
-    problem = compare(actual, expected, case.tolerance, reference="eager")
+        if isinstance(expected, RuntimeError) and str(expected) in (str(error), type(error).__name__):
+            actual = expected
+        else:
+            return describe_error(error)
+    if isinstance(expected, RuntimeError):
+        if actual is not expected:
+            return (f"eager raises {type(expected).__name__}: {expected}, but your kernel returned "
+                    "values: the error must be reported through td_error")
+        problem = None
+    else:
+        problem = compare(actual, expected, case.tolerance, reference="eager")
     if problem:
         return problem
     source = "\n".join(swap.sources[first:])

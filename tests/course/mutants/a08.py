@@ -6,6 +6,16 @@ ASSIGNMENT = "a08_cpp_codegen"
 LOOP_DOC = ('    and the closing brace; ``pragma`` (if given) goes on the line before the loop."""\n')
 
 MUTANTS = [
+    # part 1: float32 stays in float; integer division by zero is an error, as in eager
+    Mutant("reciprocal with a double literal", 'return f"{cpp_literal(1, x.dtype)} / {paren(x)}"',
+           'return f"1.0 / {paren(x)}"', "float32 math stays in float"),
+    Mutant("rsqrt through the double sqrt", 'return f"{cpp_literal(1, x.dtype)} / std::sqrt({x})"',
+           'return f"{cpp_literal(1, x.dtype)} / sqrt({x})"', "float32 math stays in float"),
+    Mutant("exp in double for every dtype", '        return math_function("exp", x)\n',
+           '        return f"exp({x})"\n', "float32 math stays in float"),
+    Mutant("integer division by zero gives 0 instead of an error",
+           'return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b}, td_error)"',
+           'return f"({paren(b)} == 0 ? 0 : {a} / {paren(b)})"', "integer division by zero"),
     Mutant("loop: delegates to the reference CppKernel._loop", LOOP_DOC,
            LOOP_DOC + "    from tinydynamo.inductor.codegen.cpp import CppKernel\n"
            "    with CppKernel._loop(kernel, var, pragma):\n        yield\n    return\n",
