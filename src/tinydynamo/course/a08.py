@@ -291,6 +291,27 @@ PARALLEL_SUM = (r"#pragma omp parallel for simd reduction\(\+:\w+\)",
                 "a large reduction of all elements must be split over threads: `#pragma omp parallel for "
                 "simd reduction(+:<accumulator>)`")
 
+# Only the innermost loop of a nest is a simd loop: no simd loop has another loop inside.
+SIMD_INNERMOST_ONLY = (r"// kernel0(?![\s\S]*#pragma omp simd[^\n]*\n\s*for \([^\n]*\{\n\s*(?:#pragma[^\n]*\n\s*)?for \()",
+                       "a `#pragma omp simd` loop has another loop inside: only the innermost loop of the "
+                       "body's own loops (or of the reduction loops) may be a simd loop")
+NO_SIMD = (r"// kernel0(?![\s\S]*#pragma omp[^\n]*simd)",
+           "an arg-reduction's loop carries a simd pragma: its result depends on the order of the "
+           "elements (the first largest), so its elements cannot be split between lanes")
+NO_PARALLEL = (r"// kernel0(?![\s\S]*#pragma omp parallel)",
+               "a reduction of all elements too small for threads (fewer than PARALLEL_MIN_ELEMENTS) "
+               "opens a parallel region: a thread team costs more than the work")
+NO_PARALLEL_REDUCTION_LOOP = (r"// kernel0(?![\s\S]*#pragma omp parallel[^\n]*\n\s*for \(int64_t r)",
+                              "a reduction loop inside the outer loop opens a parallel region: the "
+                              "outer loop already carries the threads, and each of its iterations "
+                              "would start a thread team")
+
+
+def _extreme_integer_rows(made):
+    info = torch.iinfo(made[0].dtype)
+    made[0][0] = info.min
+    made[0][1] = info.max
+
 
 def gelu_tanh(x):
     return F.gelu(x, approximate="tanh")
@@ -382,6 +403,9 @@ def _pointwise_cases():
         Case("layer_norm f32[2, 3, 16]", lambda x, w, b: F.layer_norm(x, (16,), w, b),
              inputs_of(((2, 3, 16), f32), ((16,), f32), ((16,), f32)), source_checks=(SIMD_INNER_LOOP,)),
         Case("a 0-d tensor", lambda x: x * 2 + 1, lambda: [torch.tensor(1.5)]),
+        Case("a slice minus its max over two dims f32[3, 4, 5][:, :, :4] (two loops of its own)",
+             lambda x: x[:, :, :4] - x[:, :, :4].amax((1, 2), keepdim=True), inputs_of(((3, 4, 5), f32)),
+             source_checks=(SIMD_INNERMOST_ONLY,)),
     ]
     return basic, extra
 
@@ -423,6 +447,19 @@ def _reduction_cases():
         Case("reductions with loops of their own: sum and max over dim 1 of each centered slab "
              "f32[3, 4, 5] (outer loop x0, own loop x1)", _centered_column_reductions,
              inputs_of(((3, 4, 5), f32))),
+        Case("amax and amin of rows of the extreme integers i64[3, 5] and i32[3, 5]",
+             lambda a, b: (a.amax(1), a.amin(1), b.amax(1), b.amin(1)),
+             inputs_of(((3, 5), i64), ((3, 5), i32), edit=lambda made: [_extreme_integer_rows([t]) for t in made]),
+             dict(atol=0, rtol=0)),
+        Case("max over two dims of a slice, subtracted f32[3, 4, 5][:, :, :4] (two reduction loops, "
+             "two loops of its own)", lambda x: x[:, :, :4] - x[:, :, :4].amax((1, 2), keepdim=True),
+             inputs_of(((3, 4, 5), f32)), source_checks=(SIMD_INNERMOST_ONLY,)),
+        Case("argmax of rows f32[6, 40] (no simd)", lambda x: x.argmax(1), inputs_of(((6, 40), f32)),
+             source_checks=(NO_SIMD,)),
+        Case("a small sum of all elements f32[4, 4] (no threads)", lambda x: x.sum(), inputs_of(((4, 4), f32)),
+             source_checks=(NO_PARALLEL,)),
+        Case("row sums f32[2, 32768] (threads on the outer loop only)", lambda x: x.sum(1),
+             inputs_of(((2, 32768), f32)), dict(atol=1e-3, rtol=1e-4), source_checks=(NO_PARALLEL_REDUCTION_LOOP,)),
     ]
     return basic, extra
 
