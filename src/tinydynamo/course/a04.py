@@ -236,6 +236,28 @@ TENSOR_CASES = [
         ("x = torch.randn(5, dtype=torch.float16)", RECOMPILE),
         ("x = torch.randn(5)", HIT),
     ]),
+    Case("transposed_input", """
+        def by_layout_first_transposed(x):
+            return x.contiguous() * 3 if not x.is_contiguous() else x * 2
+    """, "by_layout_first_transposed", "x = torch.randn(3, 2).t()", "x", [
+        ("x = torch.randn(3, 2).t()", HIT),  # the same layout again: its strides, not a contiguous tensor's
+        ("x = torch.randn(2, 3)", RECOMPILE),
+    ]),
+    Case("meta_device", """
+        def by_device(x):
+            return x * 2 if x.device.type == "cpu" else x * 3
+    """, "by_device", "x = torch.empty(3, device='meta')", "x", [
+        ("x = torch.empty(3, device='meta')", HIT),  # the tensor's own device, not an assumed one
+        ("x = torch.randn(3)", RECOMPILE),
+    ]),
+    Case("half_precision", """
+        def halve(x):
+            return x / 2
+    """, "halve", "x = torch.randn(4, dtype=torch.float16)", "x", [
+        ("x = torch.randn(4, dtype=torch.float16)", HIT),
+        ("x = torch.randn(4, dtype=torch.bfloat16)", RECOMPILE),
+        ("x = torch.randn(4)", RECOMPILE),
+    ]),
     Case("parameter_or_tensor", """
         def by_type(x):
             return x * 2 if isinstance(x, nn.Parameter) else x * 3
@@ -347,6 +369,16 @@ CONSTANT_CASES = [
         ("weights = {'a': 1.0, 'b': 2.0}", HIT),
         ("weights['b'] = 5.0", RECOMPILE),
         ("weights['c'] = 3.0", RECOMPILE),
+    ]),
+    Case("dict_subclass", """
+        import collections
+
+        def by_mapping(x, opts):
+            return x * opts["k"] if isinstance(opts, collections.OrderedDict) else x + opts["k"]
+    """, "by_mapping", "x, opts = torch.randn(3), {'k': 2.0}", "x, opts", [
+        ("opts = {'k': 2.0}", HIT),
+        ("opts = collections.OrderedDict(k=2.0)", RECOMPILE),  # the same keys, another type
+        ("opts = {'k': 2.0}", HIT),
     ]),
     Case("dict_order", """
         def concat(x, parts):
@@ -516,6 +548,14 @@ OBJECT_CASES = [
         ("pick = min", RECOMPILE),
         ("pick = max", HIT),
     ]),
+    Case("operator_argument", """
+        def apply_op(x, op):
+            return op(x)
+    """, "apply_op", "x, op = torch.randn(3), torch.ops.aten.relu", "x, op", [
+        ("op = torch.ops.aten.relu", HIT),
+        ("op = torch.ops.aten.neg", RECOMPILE),  # an operator is no builtin function, yet used as that object
+        ("op = torch.ops.aten.relu", HIT),
+    ]),
     Case("partial", """
         import functools
 
@@ -559,6 +599,8 @@ OBJECT_CASES = [
         ("model.extra = nn.Linear(2, 2)", HIT),
         ("model = Net()", EITHER),
         ("model.fc = nn.Linear(3, 3, bias=False)", RECOMPILE),
+        # the same class, but a forward set on the instance: another computation
+        ("model = Net(); model.forward = lambda x: x * 5", RECOMPILE),
     ]),
 ]
 

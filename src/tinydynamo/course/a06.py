@@ -293,6 +293,10 @@ def saved_bytes_problems(recorder, margin=MIN_CUT_MARGIN):
     beats_default = yours < default or (yours == default == reference)
     if beats_default and yours <= limit:
         return []
+    if default == reference:
+        return [f"{recorder.name}: your forward saves {yours} bytes for the backward; no partition "
+                f"saves less than the default partition's {default} bytes here, so a min-cut "
+                "partition must save just as much"]
     return [f"{recorder.name}: your forward saves {yours} bytes for the backward; a min-cut "
             f"partition must save less than the default partition ({default} bytes) and at "
             f"most {limit} bytes ({margin:.2f} x the reference min-cut's {reference} bytes)"]

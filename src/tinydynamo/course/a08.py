@@ -182,12 +182,13 @@ class FunctionModule(nn.Module):
         return self.fn(*inputs)
 
 
-def compile_and_run(fn, inputs):
-    """``fn(*inputs)`` through the inductor backend (AOT autograd, prims, loop IR, C++)."""
+def compile_and_run(fn, inputs, call_inputs=None):
+    """``fn(*inputs)`` through the inductor backend (AOT autograd, prims, loop IR, C++); compiled
+    for ``inputs`` and called with ``call_inputs`` (of the same shapes and dtypes) when given."""
     gm = as_graph_module(FunctionModule(fn), len(inputs))
     with torch.no_grad():
         compiled = lookup_backend("inductor")(gm, list(inputs))
-        return compiled(*inputs)
+        return compiled(*(inputs if call_inputs is None else call_inputs))
 
 
 def compiler_errors(error, limit=2):
@@ -225,6 +226,7 @@ class Case:
     tolerance: dict = dataclasses.field(default_factory=lambda: dict(F32_TOL))
     source_checks: tuple = ()  # (regular expression, what it means), searched in the C++ source
     details: str = ""  # shown after a failure (a random program's listing)
+    call_inputs: Callable = None  # () -> the inputs of the call, if not those compiled for
 
 
 def tensors(seed, *specs):
@@ -266,6 +268,20 @@ def _positive_divisors(made):
     made[1].abs_().add_(1)
 
 
+def _a_zero_divisor(made):
+    made[1].abs_().add_(1)
+    made[1][0, 2] = 0
+
+
+# In a float32 kernel, no double: no double literal (1.0 for 1.0f), no double math function (exp for
+# expf, sqrt(x) for std::sqrt's float overload), no cast to double.
+FLOAT_ONLY = (r"// kernel0(?![\s\S]*(?:(?<![\w.])\d+\.\d*(?:e[-+]?\d+)?(?![\w.])|\bdouble\b"
+              r"|(?<![\w:])(?:exp|log|tanh|sqrt)\())",
+              "the float32 kernel computes in double somewhere (a double literal such as 1.0 for 1.0f, "
+              "a double math function such as exp or sqrt for expf or std::sqrt, or a cast to double), "
+              "which is slower and, rounded back, not float32's result")
+
+
 SIMD_INNER_LOOP = (r"#pragma omp simd\s*\n\s*for \(int64_t x1 ", "the row loop (x1) of a pointwise body "
                    "inside the outer loop must carry `#pragma omp simd`")
 SIMD_MAX = (r"#pragma omp simd reduction\(max:\w+\)", "a max reduction must carry `#pragma omp simd "
@@ -274,6 +290,27 @@ SIMD_SUM = (r"#pragma omp simd reduction\(\+:\w+\)", "a sum must carry `#pragma 
 PARALLEL_SUM = (r"#pragma omp parallel for simd reduction\(\+:\w+\)",
                 "a large reduction of all elements must be split over threads: `#pragma omp parallel for "
                 "simd reduction(+:<accumulator>)`")
+
+# Only the innermost loop of a nest is a simd loop: no simd loop has another loop inside.
+SIMD_INNERMOST_ONLY = (r"// kernel0(?![\s\S]*#pragma omp simd[^\n]*\n\s*for \([^\n]*\{\n\s*(?:#pragma[^\n]*\n\s*)?for \()",
+                       "a `#pragma omp simd` loop has another loop inside: only the innermost loop of the "
+                       "body's own loops (or of the reduction loops) may be a simd loop")
+NO_SIMD = (r"// kernel0(?![\s\S]*#pragma omp[^\n]*simd)",
+           "an arg-reduction's loop carries a simd pragma: its result depends on the order of the "
+           "elements (the first largest), so its elements cannot be split between lanes")
+NO_PARALLEL = (r"// kernel0(?![\s\S]*#pragma omp parallel)",
+               "a reduction of all elements too small for threads (fewer than PARALLEL_MIN_ELEMENTS) "
+               "opens a parallel region: a thread team costs more than the work")
+NO_PARALLEL_REDUCTION_LOOP = (r"// kernel0(?![\s\S]*#pragma omp parallel[^\n]*\n\s*for \(int64_t r)",
+                              "a reduction loop inside the outer loop opens a parallel region: the "
+                              "outer loop already carries the threads, and each of its iterations "
+                              "would start a thread team")
+
+
+def _extreme_integer_rows(made):
+    info = torch.iinfo(made[0].dtype)
+    made[0][0] = info.min
+    made[0][1] = info.max
 
 
 def gelu_tanh(x):
@@ -309,6 +346,14 @@ def _ops_cases():
              lambda a, b: (torch.maximum(a * 3_000_000_000, b), torch.minimum(a * -3_000_000_000, b),
                            torch.div(a * 3_000_000_000, b, rounding_mode="trunc")),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
+        Case("integer division by zero i64[3, 5]: trunc (eager raises ZeroDivisionError)",
+             lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+             inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors),  # compiled for these,
+             call_inputs=inputs_of(((3, 5), i64), ((3, 5), i64), edit=_a_zero_divisor)),  # called with these
+        Case("float32 math stays in float f32[4, 4]: 1 / x, rsqrt, exp, log, tanh, sqrt",
+             lambda x: (torch.reciprocal(x), torch.rsqrt(x.abs()), x.exp(), x.abs().log(), x.tanh(),
+                        x.abs().sqrt()),
+             inputs_of(((4, 4), f32)), source_checks=(FLOAT_ONLY,)),
         Case("integer division i64[3, 5]: trunc and floor",
              lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b),
              inputs_of(((3, 5), i64), ((3, 5), i64), edit=_positive_divisors)),
@@ -358,6 +403,9 @@ def _pointwise_cases():
         Case("layer_norm f32[2, 3, 16]", lambda x, w, b: F.layer_norm(x, (16,), w, b),
              inputs_of(((2, 3, 16), f32), ((16,), f32), ((16,), f32)), source_checks=(SIMD_INNER_LOOP,)),
         Case("a 0-d tensor", lambda x: x * 2 + 1, lambda: [torch.tensor(1.5)]),
+        Case("a slice minus its max over two dims f32[3, 4, 5][:, :, :4] (two loops of its own)",
+             lambda x: x[:, :, :4] - x[:, :, :4].amax((1, 2), keepdim=True), inputs_of(((3, 4, 5), f32)),
+             source_checks=(SIMD_INNERMOST_ONLY,)),
     ]
     return basic, extra
 
@@ -399,6 +447,19 @@ def _reduction_cases():
         Case("reductions with loops of their own: sum and max over dim 1 of each centered slab "
              "f32[3, 4, 5] (outer loop x0, own loop x1)", _centered_column_reductions,
              inputs_of(((3, 4, 5), f32))),
+        Case("amax and amin of rows of the extreme integers i64[3, 5] and i32[3, 5]",
+             lambda a, b: (a.amax(1), a.amin(1), b.amax(1), b.amin(1)),
+             inputs_of(((3, 5), i64), ((3, 5), i32), edit=lambda made: [_extreme_integer_rows([t]) for t in made]),
+             dict(atol=0, rtol=0)),
+        Case("max over two dims of a slice, subtracted f32[3, 4, 5][:, :, :4] (two reduction loops, "
+             "two loops of its own)", lambda x: x[:, :, :4] - x[:, :, :4].amax((1, 2), keepdim=True),
+             inputs_of(((3, 4, 5), f32)), source_checks=(SIMD_INNERMOST_ONLY,)),
+        Case("argmax of rows f32[6, 40] (no simd)", lambda x: x.argmax(1), inputs_of(((6, 40), f32)),
+             source_checks=(NO_SIMD,)),
+        Case("a small sum of all elements f32[4, 4] (no threads)", lambda x: x.sum(), inputs_of(((4, 4), f32)),
+             source_checks=(NO_PARALLEL,)),
+        Case("row sums f32[2, 32768] (threads on the outer loop only)", lambda x: x.sum(1),
+             inputs_of(((2, 32768), f32)), dict(atol=1e-3, rtol=1e-4), source_checks=(NO_PARALLEL_REDUCTION_LOOP,)),
     ]
     return basic, extra
 
@@ -415,13 +476,26 @@ def cases(part, extra=False):
 def run_case(case, swap):
     """None if ``case`` gives eager's result through the swapped code generator, else why not."""
     inputs = case.make_inputs()
-    expected = case.fn(*inputs)
+    call_inputs = inputs if case.call_inputs is None else case.call_inputs()
+    try:
+        expected = case.fn(*call_inputs)
+    except RuntimeError as error:  # the case is an error that eager reports: yours must report it
+        expected = error
     first = len(swap.sources)
     try:
-        actual = compile_and_run(case.fn, inputs)
+        actual = compile_and_run(case.fn, inputs, call_inputs)
     except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
-        return describe_error(error)
-    problem = compare(actual, expected, case.tolerance, reference="eager")
+        if isinstance(expected, RuntimeError) and str(expected) in (str(error), type(error).__name__):
+            actual = expected
+        else:
+            return describe_error(error)
+    if isinstance(expected, RuntimeError):
+        if actual is not expected:
+            return (f"eager raises {type(expected).__name__}: {expected}, but your kernel returned "
+                    "values: the error must be reported through td_error")
+        problem = None
+    else:
+        problem = compare(actual, expected, case.tolerance, reference="eager")
     if problem:
         return problem
     source = "\n".join(swap.sources[first:])

@@ -4,9 +4,9 @@ A model's joint graph comes from ``aot_autograd``; these are written by hand, wi
 the same layout: ``(primals..., tangents...) -> (forward outputs..., gradients...)``. They hold
 what no zoo model produces: a constant (``get_attr``) that both halves read, a gradient that
 does not depend on a tangent, a small view of a large tensor, a matmul that only the backward
-needs, an input that only the backward reads. They are not the derivatives of anything:
-partitioning does not care whether the gradients are right, only that the two graphs it returns
-compute the same values as the joint graph.
+needs, an input that only the backward reads, a small value cheaply computed from a large input.
+They are not the derivatives of anything: partitioning does not care whether the gradients are
+right, only that the two graphs it returns compute the same values as the joint graph.
 
 ``JOINT_GRAPHS[name]()`` returns ``(joint_gm, num_fwd_outputs, example_inputs)``; every node
 carries ``meta["val"]`` (a meta tensor) and ``meta["device"]``, as ``aot_autograd``'s do.
@@ -59,6 +59,16 @@ class BackwardOnlyMatmul(torch.nn.Module):
         return out, grad_1, grad_2
 
 
+class SmallValueOfLargeInput(torch.nn.Module):
+    """The backward reads a (64, 1) value computed cheaply from a (64, 16) input: saving the input
+    instead, and recomputing, costs 16 times the bytes (an input saved is memory like any other)."""
+
+    def forward(self, primals_1, tangents_1):
+        small = aten.mul.Tensor(aten.slice.Tensor(primals_1, 1, 0, 1), 2)
+        out = aten.mul.Tensor(small, small)
+        return out, aten.mul.Tensor(tangents_1, small)
+
+
 def _randn(*shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
@@ -69,6 +79,7 @@ _CASES = {
     "gradient_without_tangent": (GradientWithoutTangent, 1, [(32,), (32,), (32,)]),
     "small_view_of_large_tensor": (SmallViewOfLargeTensor, 1, [(64,), (8,), (64, 1)]),
     "backward_only_matmul": (BackwardOnlyMatmul, 1, [(16, 1), (1, 16), (16, 1)]),
+    "small_value_of_large_input": (SmallValueOfLargeInput, 1, [(64, 16), (64, 1)]),
 }
 
 

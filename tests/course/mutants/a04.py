@@ -16,6 +16,13 @@ MUTANTS = [
            '    return [Guard(source, "TENSOR_MATCH", '
            '__import__("tinydynamo.dynamo.output_graph", fromlist=["_"]).tensor_properties(value))]',
            "tensor_properties", zero=("test_tensor_guards_examples", "test_tensor_guards_cases")),
+    Mutant("tensor strides assumed contiguous", '"stride": tuple(value.stride()),',
+           '"stride": tuple(int(__import__("math").prod(value.shape[i + 1:])) for i in range(value.dim())),',
+           "transposed_input"),
+    Mutant("tensor device assumed to be the CPU", '"device": value.device,', '"device": torch.device("cpu"),',
+           "meta_device"),
+    Mutant("every floating dtype guarded as float32", '"dtype": value.dtype,',
+           '"dtype": torch.float32 if value.is_floating_point() else value.dtype,', "half_precision"),
     # part 2: constants and containers
     Mutant("constants guarded by type only", 'return [Guard(source, "CONSTANT_MATCH", value)]',
            'return [Guard(source, "TYPE_MATCH", type(value))]', "STALE GRAPH"),
@@ -26,6 +33,8 @@ MUTANTS = [
     Mutant("sequence without its length", ', Guard(source, "LENGTH_CHECK", len(value))]', "]", "STALE GRAPH"),
     Mutant("sequence without its type", 'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "LENGTH_CHECK"',
            'return [Guard(source, "LENGTH_CHECK"', "list_or_tuple"),
+    Mutant("dict guarded by its keys, not its type", 'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "DICT_KEYS"',
+           'return [Guard(source, "DICT_KEYS"', "dict_subclass"),
     # part 3: objects
     Mutant("bound methods guarded by identity", "    if isinstance(value, types.MethodType):\n        return []\n",
            '    if isinstance(value, types.MethodType):\n        return [Guard(source, "ID_MATCH", value)]\n',
@@ -37,6 +46,10 @@ MUTANTS = [
     Mutant("classes guarded by type", "types.ModuleType, type)", "types.ModuleType)", "class_argument"),
     Mutant("Python modules guarded by type", "types.BuiltinFunctionType, types.ModuleType, type)",
            "types.BuiltinFunctionType, type)", "module_identity"),
+    Mutant("torch operators guarded by type", " or a04.is_torch_callable(value):", ":", "operator_argument"),
+    Mutant("modules guarded by type", "identity_types = (nn.Module, ", "identity_types = (", "model_argument"),
+    Mutant("other objects left unguarded", 'return [Guard(source, "TYPE_MATCH", type(value))]', "return []",
+           "config_object"),
     Mutant("builtins guarded by type", "types.FunctionType, types.BuiltinFunctionType,", "types.FunctionType,",
            "builtin_argument"),
 ]

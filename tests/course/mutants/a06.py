@@ -33,6 +33,16 @@ MUTANTS = [
            "(n in grads or read_by_backward(n))", "True", "mlp"),
     Mutant("default: ancestors ignores the nodes' inputs past the first level",
            "            stack.extend(node.all_input_nodes)", "            stack.extend(())", "mlp"),
+    Mutant("default: the forward runs everything that depends on no tangent",
+           "    forward = ancestors(fw_outputs) | {n for n in nodes if a06.is_primal(n)}\n",
+           "    tangent_free = set(nodes) - {u for t in nodes if a06.is_tangent(t) for u in t.users} - {t for t in nodes if a06.is_tangent(t)}\n"
+           "    while True:\n"
+           "        grown = {n for n in tangent_free if any(i not in tangent_free for i in n.all_input_nodes)}\n"
+           "        if not grown:\n"
+           "            break\n"
+           "        tangent_free -= grown\n"
+           "    forward = {n for n in tangent_free if n.op != 'output'}\n",
+           "backward_only_matmul"),
     Mutant("min-cut: a view costs its own bytes, not infinity",
            "if a06.is_view(node) or cost == 0:", "if cost == 0:", "small_view_of_large_tensor"),
     Mutant("min-cut: a tuple costs nothing to save",
@@ -43,6 +53,9 @@ MUTANTS = [
     Mutant("min-cut: a source edge for every op that may not be recomputed, needed or not",
            "(node in needed_by_forward and not a06.may_recompute(node))",
            "not a06.may_recompute(node)", "backward_only_matmul"),
+    Mutant("min-cut: an input costs (almost) nothing to save, since it stays alive anyway",
+           "        cost = a06.nbytes(node)\n", "        cost = 1 if a06.is_primal(node) else a06.nbytes(node)\n",
+           "small_value_of_large_input"),
     Mutant("min-cut: no source edge for the primals",
            "a06.is_primal(node) or (node in needed_by_forward", "(node in needed_by_forward",
            "backward_only_matmul"),

@@ -6,6 +6,35 @@ ASSIGNMENT = "a08_cpp_codegen"
 LOOP_DOC = ('    and the closing brace; ``pragma`` (if given) goes on the line before the loop."""\n')
 
 MUTANTS = [
+    # parts 2 and 3: which loop is vectorized or threaded, and the identity of integer max
+    Mutant("pointwise: simd on the outermost of the body's own loops", "innermost = k == len(body.inner_vars) - 1",
+           "innermost = k == 0", "two loops of its own"),
+    Mutant("reduction_pragmas: simd on every reduction loop", '        pragmas[-1] = f"#pragma omp simd {clause}"',
+           '        pragmas = [f"#pragma omp simd {clause}"] * len(pragmas)', "two reduction loops"),
+    Mutant("reduction_pragmas: threads for every full reduction, however small",
+           "if full_reduction and math.prod(v.size for v in body.reduction_vars) >= PARALLEL_MIN_ELEMENTS:",
+           "if full_reduction:", "(no threads)"),
+    Mutant("reduction_pragmas: threads for a long reduction loop inside the outer loop",
+           "if full_reduction and math.prod(v.size for v in body.reduction_vars) >= PARALLEL_MIN_ELEMENTS:",
+           "if math.prod(v.size for v in body.reduction_vars) >= PARALLEL_MIN_ELEMENTS:",
+           "threads on the outer loop only"),
+    Mutant("reduction_pragmas: an arg-reduction's loop vectorized without a clause",
+           'if not pragmas or rtype.startswith("arg"):  # the first maximum wins: a serial loop\n        return pragmas',
+           'if not pragmas:\n        return pragmas\n    if rtype.startswith("arg"):\n'
+           '        return pragmas[:-1] + ["#pragma omp simd"]', "(no simd)"),
+    Mutant("reduction_init: -max() for the smallest integer (one above it)",
+           "return f\"std::numeric_limits<{ctype}>::{'max' if from_above else 'lowest'}()\"",
+           "return f\"{'' if from_above else '-'}std::numeric_limits<{ctype}>::max()\"", "extreme integers"),
+    # part 1: float32 stays in float; integer division by zero is an error, as in eager
+    Mutant("reciprocal with a double literal", 'return f"{cpp_literal(1, x.dtype)} / {paren(x)}"',
+           'return f"1.0 / {paren(x)}"', "float32 math stays in float"),
+    Mutant("rsqrt through the double sqrt", 'return f"{cpp_literal(1, x.dtype)} / std::sqrt({x})"',
+           'return f"{cpp_literal(1, x.dtype)} / sqrt({x})"', "float32 math stays in float"),
+    Mutant("exp in double for every dtype", '        return math_function("exp", x)\n',
+           '        return f"exp({x})"\n', "float32 math stays in float"),
+    Mutant("integer division by zero gives 0 instead of an error",
+           'return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b}, td_error)"',
+           'return f"({paren(b)} == 0 ? 0 : {a} / {paren(b)})"', "integer division by zero"),
     Mutant("loop: delegates to the reference CppKernel._loop", LOOP_DOC,
            LOOP_DOC + "    from tinydynamo.inductor.codegen.cpp import CppKernel\n"
            "    with CppKernel._loop(kernel, var, pragma):\n        yield\n    return\n",
