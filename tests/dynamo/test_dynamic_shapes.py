@@ -313,3 +313,15 @@ def test_a_transformers_decoder_over_twelve_sequence_lengths():
             theirs(input_ids=ids)
     assert tinydynamo.stats()["frames_compiled"] <= torch._dynamo.utils.counters["frames"]["ok"]
     assert tinydynamo.stats()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_size_one_dimension_may_have_any_stride(backend):
+    """Found by the fuzzer: x[:1] of a (3, n) tensor has stride (n, 1) where a fresh (1, n) has
+    (1, 1); a dimension of size 1 is never stepped along, so both must run the same graph."""
+    def f(x):
+        return x + x
+
+    stats = check_sizes(f, lambda n: (torch.randn(1, n, 1),) if n % 2 else (torch.randn(3, n, 1)[:1],),
+                        [2, 3, 4, 5], backend, dynamic=True)
+    assert stats["frames_compiled"] == 1

@@ -55,6 +55,13 @@ def _same_sizes(sizes, traced_sizes):
         isinstance(traced, torch.SymInt) or size == traced for size, traced in zip(sizes, traced_sizes))
 
 
+def _same_strides(arg, example):
+    """Do the strides match the traced ones, where they matter (not for a dimension of size 1)?"""
+    strides = [stride for stride, size in zip(arg.stride(), arg.shape) if size != 1]
+    traced = [stride for stride, size in zip(example.stride(), arg.shape) if size != 1]
+    return _same_sizes(strides, traced)
+
+
 @dataclasses.dataclass
 class InputInfo:
     """One graph input as it was traced."""
@@ -68,7 +75,7 @@ class InputInfo:
         """Refuse an argument the graph was not traced for."""
         if isinstance(self.example, torch.Tensor):
             same = isinstance(arg, torch.Tensor) and (arg.dtype, arg.device) == (self.example.dtype, self.device) \
-                and _same_sizes(arg.shape, self.example.shape) and _same_sizes(arg.stride(), self.example.stride())
+                and _same_sizes(arg.shape, self.example.shape) and _same_strides(arg, self.example)
         elif is_symbolic(self.example):
             same = isinstance(arg, int)
         else:

@@ -314,17 +314,17 @@ def symbolic_layout(shape_env, source, value, dims):
         return None
     sizes = [shape_env.create_symint(n, SizeSource(source, d)) if d in dims else n
              for d, n in enumerate(value.shape)]
-    strides = dense_strides(sizes, innermost_first)
-    return sizes, [1 if stride is None else stride for stride in strides]
+    return sizes, dense_strides(sizes, innermost_first, size_one_stride=True)
 
 
-def dense_strides(sizes, innermost_first):
-    """The strides of a dense tensor of ``sizes`` laid out innermost dimension first (None for a
-    dimension of size 1, whose stride does not matter)."""
+def dense_strides(sizes, innermost_first, size_one_stride=False):
+    """The strides of a dense tensor of ``sizes`` laid out innermost dimension first. A dimension
+    of size 1, whose stride does not matter, gets None, or with ``size_one_stride`` the stride a
+    contiguous layout would give it."""
     strides = [None] * len(sizes)
     running = 1
     for d in innermost_first:
-        strides[d] = running if sizes[d] != 1 else None
+        strides[d] = running if sizes[d] != 1 or size_one_stride else None
         running = running * sizes[d]
     return strides
 
