@@ -4,6 +4,7 @@ A backend has ``torch.compile``'s signature, ``backend(gm, example_inputs) -> ca
 it receives the FX graph that dynamo captured plus example inputs, and returns a callable
 that takes the same flat positional inputs and returns what ``gm`` returns.
 """
+import copy
 import warnings
 
 import torch
@@ -14,7 +15,9 @@ from .inductor import compile_fx_inner
 from .inductor.compile_fx import size_specialized
 from .prims import decomp_eager as run_prims_eagerly
 from .prims import decompose
-from .symbolic_shapes import SizeSpecializations
+from ._logging import trace_artifact
+from .symbolic_shapes import SizeSpecializations, SymbolicShapeError
+from .utils import counters
 
 _BACKENDS = {}
 
@@ -91,9 +94,18 @@ def compiler_for_symbolic_graph(backend):
     """The compiler for a graph traced with symbolic sizes: ``backend`` itself if it compiles such
     graphs (``DYNAMIC_SHAPE_BACKENDS``), else one that specialises the graph to each distinct set
     of input shapes it is called with."""
-    if backend in DYNAMIC_SHAPE_BACKENDS:
-        return backend
-    return shape_specialized(backend)
+    if backend not in DYNAMIC_SHAPE_BACKENDS:
+        return shape_specialized(backend)
+
+    def compile_graph(gm, example_inputs):
+        try:
+            return backend(gm, example_inputs)
+        except SymbolicShapeError as error:  # traced for every size where it can be, else per shape
+            counters["symbolic_fallbacks"] += 1
+            trace_artifact("dynamic", lambda: f"compiling the graph once per input shape: {error}")
+            return shape_specialized(backend)(without_symbolic_examples(gm), example_inputs)
+
+    return compile_graph
 
 
 def shape_specialized(backend):
@@ -106,6 +118,16 @@ def shape_specialized(backend):
         return variants
 
     return compile_graph
+
+
+def without_symbolic_examples(gm):
+    """A copy of ``gm`` whose placeholders carry no symbolic example values: AOT autograd then
+    traces it with the concrete inputs it is given."""
+    gm = copy.deepcopy(gm)
+    for node in gm.graph.find_nodes(op="placeholder"):
+        if is_symbolic(node.meta.get("example_value")):
+            del node.meta["example_value"]
+    return gm
 
 
 def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):

@@ -32,6 +32,11 @@ import torch
 from .utils import compile_lock, counters
 
 
+class SymbolicShapeError(NotImplementedError):
+    """A stage cannot trace a graph with symbolic sizes (a meta kernel that rejects them, a size
+    expression it cannot compute). Dynamo then compiles the graph once per input shape instead."""
+
+
 class FloorDiv(sympy.Function):
     """``a // b`` for integers, simplified when the division is exact (``(2*s0) // 2`` is ``s0``)."""
 

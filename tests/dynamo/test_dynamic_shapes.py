@@ -325,3 +325,13 @@ def test_a_size_one_dimension_may_have_any_stride(backend):
     stats = check_sizes(f, lambda n: (torch.randn(1, n, 1),) if n % 2 else (torch.randn(3, n, 1)[:1],),
                         [2, 3, 4, 5], backend, dynamic=True)
     assert stats["frames_compiled"] == 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_graph_that_cannot_be_traced_symbolically_compiles_per_shape(backend):
+    def f(x):  # torch's meta kernel of the upsampling rejects symbolic sizes
+        return torch.nn.functional.interpolate(x, scale_factor=1.7, mode="bilinear")
+
+    stats = check_sizes(f, lambda n: (torch.randn(2, 3, n, n + 1),), [4, 6, 9], backend, dynamic=True)
+    assert stats["frames_compiled"] == 1 and stats["fallbacks"] == 0
+    assert stats["symbolic_fallbacks"] == 1 and stats["size_specializations"] >= 3

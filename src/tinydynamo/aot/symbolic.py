@@ -28,6 +28,8 @@ import sympy
 import torch
 import torch.fx as fx
 
+from ..symbolic_shapes import SymbolicShapeError
+
 aten = torch.ops.aten
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -50,6 +52,9 @@ _OPERATIONS = {
     "ToFloat": torch.sym_float,
     "FloorToInt": math.floor,
     "CeilToInt": math.ceil,
+    "floor": math.floor,  # tinydynamo's ShapeEnv uses sympy's own floor, ceiling and Abs
+    "ceiling": math.ceil,
+    "Abs": abs,
 }
 _ANY_NUMBER_OF_TERMS = {"Add", "Mul", "Max", "Min"}
 
@@ -114,7 +119,7 @@ class SymbolicValues:
     def node_of(self, value):
         """A graph value for ``value``: a node for a SymInt; ``value`` itself otherwise."""
         if isinstance(value, torch.SymBool):
-            raise NotImplementedError(
+            raise SymbolicShapeError(
                 f"tinydynamo: a symbolic SymBool ({value}) used as an op argument; "
                 "only symbolic sizes (SymInt, SymFloat) are supported")
         if not isinstance(value, SIZE_TYPES):
@@ -155,14 +160,14 @@ class SymbolicValues:
                     return self._call(operator.sub, (total, part), _val(total) - _val(part))
         finally:
             self._solving.discard(symbol)
-        raise NotImplementedError(
+        raise SymbolicShapeError(
             f"tinydynamo: size symbol {symbol} is neither a SymInt input of the graph nor a "
             "size or stride of an input tensor (or a sum with one); unsupported")
 
     def _compute(self, expr):
         name = type(expr).__name__
         if name not in _OPERATIONS or (name == "Pow" and not (expr.exp.is_Integer and expr.exp > 0)):
-            raise NotImplementedError(f"tinydynamo: cannot compute the size expression {expr} "
+            raise SymbolicShapeError(f"tinydynamo: cannot compute the size expression {expr} "
                                       f"({name}) in a graph; unsupported")
         op = _OPERATIONS[name]
         parts = [self._emit(arg) for arg in expr.args]

@@ -49,6 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
+from ..symbolic_shapes import SymbolicShapeError
 from .symbolic import SYM_TYPES, SymbolicValues
 
 aten = torch.ops.aten
@@ -123,8 +124,13 @@ def _run_on_meta(func, args, kwargs):
                             (args, kwargs))
     if _has_device_argument(func):
         kwargs = {**kwargs, "device": torch.device("meta")}
-    with enable_python_dispatcher():
-        return func(*args, **kwargs)
+    try:
+        with enable_python_dispatcher():
+            return func(*args, **kwargs)
+    except Exception as error:  # also when eager would raise: the per-shape compile then does
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise SymbolicShapeError(f"tinydynamo.aot: {func} failed on meta tensors with symbolic sizes "
+                                 f"({type(error).__name__}: {first_line[:200]})") from error
 
 
 def _check_traceable(func, args):
@@ -269,7 +275,7 @@ class DispatchTracer(TorchDispatchMode):
         info = self._infos.get(id(tensor))
         index = info.storage.input_index if info is not None and info.view is None else None
         if index not in self.scalar_examples or info.storage.version:
-            raise NotImplementedError(
+            raise SymbolicShapeError(
                 "tinydynamo.aot: aten._local_scalar_dense (.item()) of a computed tensor while tracing "
                 "with symbolic sizes: a value that depends on tensor data; unsupported")
         value = self.scalar_examples[index].item()
