@@ -66,6 +66,7 @@ class OutputGraph:
         self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
         self.graph_inputs = []  # [(source, real tensor, TensorVariable)], placeholder order
         self.input_by_id = {}  # id(real tensor) -> its TensorVariable (one input per tensor)
+        self.input_properties = {}  # id(real tensor) -> what its TENSOR_MATCH checks
         self.guards = []
         self.variable_cache = {}  # source -> tracker, so a value read twice is one tracker
         self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
@@ -93,9 +94,11 @@ class OutputGraph:
         """A placeholder for the tensor at ``source`` (or the existing one if already an input)."""
         if id(value) in self.input_by_id:  # the same tensor reached twice (tied weights)
             first = self.input_by_id[id(value)]
-            self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))  # first's TENSOR_MATCH holds
+            self.add_guard(Guard(source, "TENSOR_MATCH", self.input_properties[id(value)]))  # first's, symbols too
+            self.add_guard(Guard(source, "DUPLICATE_INPUT", (first.source,)))
             return first
         example, properties = self.example_input(source, value)
+        self.input_properties[id(value)] = properties
         self.add_guard(Guard(source, "TENSOR_MATCH", properties))
         proxy = self.create_placeholder(source, example)
         var = TensorVariable(proxy, example, value.device, source=source, python_cls=type(value))
