@@ -335,3 +335,22 @@ def test_a_graph_that_cannot_be_traced_symbolically_compiles_per_shape(backend):
     stats = check_sizes(f, lambda n: (torch.randn(2, 3, n, n + 1),), [4, 6, 9], backend, dynamic=True)
     assert stats["frames_compiled"] == 1 and stats["fallbacks"] == 0
     assert stats["symbolic_fallbacks"] == 1 and stats["size_specializations"] >= 3
+
+
+@pytest.mark.parametrize("shuffle", [lambda x: torch.nn.functional.pixel_shuffle(x, 3),
+                                     lambda x: torch.nn.functional.channel_shuffle(x, 3)])
+def test_a_backward_whose_inputs_do_not_determine_every_symbol(shuffle):
+    """Found by the OpInfo sweep: the backward of pixel_shuffle receives sizes ``s0 // 9`` and
+    ``3*s1``, not ``s0``; its per-size kernels take those sizes from the meta kernels instead."""
+    def step(x):
+        x = x.detach().requires_grad_()
+        shuffle(x).square().sum().backward()
+        return x.grad
+
+    compiled = tinydynamo.compile(shuffle, backend="inductor", dynamic=True)
+    for n in (2, 3, 5):
+        x = torch.randn(1, 9, n, n)
+        x_compiled = x.clone().requires_grad_()
+        compiled(x_compiled).square().sum().backward()
+        torch.testing.assert_close(x_compiled.grad, step(x))
+    assert tinydynamo.stats()["frames_compiled"] == 1

@@ -66,10 +66,11 @@ def check_supported(gm):
 class DecompositionInterpreter(torch.fx.Interpreter):
     """Runs an aten graph on ProxyTensors; each aten node runs its decomposition."""
 
-    def __init__(self, gm, tracer, bindings):
+    def __init__(self, gm, tracer, bindings, concrete):
         super().__init__(gm)
         self.tracer = tracer
         self.bindings = bindings  # {size symbol: int} when decomposing for concrete inputs
+        self.concrete = concrete  # the example inputs have no symbolic size
 
     def run_node(self, node):
         self.node = node
@@ -114,8 +115,13 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         return self.tracer.record_extern(target, args, kwargs, self.traced_val())
 
     def traced_val(self):
-        """The node's traced value, with the sizes of this decomposition's inputs."""
-        return _map_tensors(lambda v: concrete_layout(v, self.bindings), self.node.meta.get("val"))
+        """The node's traced value, with the sizes of this decomposition's inputs; None (the op's
+        meta kernel then computes it) when those inputs do not determine all its symbols (a
+        backward graph whose inputs carry ``s0 // 9`` but not ``s0``)."""
+        val = self.node.meta.get("val")
+        if self.concrete and not _free_symbols(val) <= set(self.bindings):
+            return None
+        return _map_tensors(lambda v: concrete_layout(v, self.bindings), val)
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
@@ -142,6 +148,12 @@ def concrete_layout(value, bindings):
     return torch.empty_strided(shape, strides, dtype=value.dtype, device="meta")
 
 
+def _free_symbols(value):
+    """The size symbols in the shapes and strides of the tensors in ``value``."""
+    sizes = [s for t in tree_leaves(value) if isinstance(t, torch.Tensor) for s in (*t.shape, *t.stride())]
+    return set().union(*(s.node.expr.free_symbols for s in sizes if isinstance(s, torch.SymInt)))
+
+
 def _map_tensors(fn, value):
     if isinstance(value, (tuple, list)):
         return type(value)(_map_tensors(fn, v) for v in value)
@@ -155,20 +167,24 @@ def decompose(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
     placeholders = [node.meta.get("val") for node in gm.graph.find_nodes(op="placeholder")]
     bindings = bind_symbols(placeholders, example_inputs)
     with tracer:
-        DecompositionInterpreter(gm, tracer, bindings).run(*example_inputs, enable_io_processing=False)
-    _keep_output_strides(gm.graph, tracer.graph, bindings)
+        concrete = not any(is_symbolic(x) for x in example_inputs)
+        DecompositionInterpreter(gm, tracer, bindings, concrete).run(*example_inputs, enable_io_processing=False)
+    _keep_output_strides(gm.graph, tracer.graph, bindings, concrete)
     prim_gm = torch.fx.GraphModule(tracer.constants, tracer.graph, class_name="PrimGraph")
     trace_artifact("prims", lambda: prim_gm.print_readable(print_output=False))
     return prim_gm
 
 
-def _keep_output_strides(aten_graph, prim_graph, bindings):
+def _keep_output_strides(aten_graph, prim_graph, bindings, concrete):
     """Prims compute values, not layouts: record the strides eager gives each output (the aten
     graph's ``meta["val"]``), for the backend to follow, as TorchInductor does."""
     aten_output = next(iter(reversed(aten_graph.nodes)))
-    vals = [concrete_layout(getattr(a, "meta", {}).get("val"), bindings)
-            for a in tree_leaves(aten_output.args[0])]
     prim_output = next(iter(reversed(prim_graph.nodes)))
+    prim_vals = [getattr(p, "meta", {}).get("val") for p in tree_leaves(prim_output.args[0])]
+    vals = [getattr(a, "meta", {}).get("val") for a in tree_leaves(aten_output.args[0])]
+    # an output whose symbols these inputs do not determine: the layout the prims computed
+    vals = [prim if concrete and not _free_symbols(v) <= set(bindings) else concrete_layout(v, bindings)
+            for v, prim in zip(vals, prim_vals)]
     prim_output.meta["original_output_strides"] = [
         tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in vals]
 
