@@ -414,3 +414,37 @@ def test_an_in_place_write_of_a_gradient_into_a_fresh_tensor(fn, backend, recwar
     (grad,) = torch.autograd.grad(out.sum(), h)
     (expected,) = torch.autograd.grad(fn(h).sum(), h)
     torch.testing.assert_close(grad, expected)
+
+
+def mlp_of_a_3d_input(x, w1, w2):
+    return F.linear(F.gelu(F.linear(x, w1)), w2)  # linear's mm result, reshaped to 3-d
+
+
+def returns_views(gm, example_inputs):
+    """A compiler whose graph returns each output as a view of a fresh tensor, as inductor
+    returns an extern kernel's buffer reinterpreted (``mm``'s result reshaped)."""
+    def run(*args):
+        return [out.clone().view(out.shape) if isinstance(out, torch.Tensor) else out
+                for out in gm(*args)]
+    return run
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("compiler", ["returns_views", "inductor"])
+def test_an_output_the_compiled_graph_returns_as_a_view_can_be_written_in_place(compiler, dynamic):
+    """Falcon's ``mlp_output += attention_output`` after a compiled MLP: autograd refused the
+    in-place write ("Output 0 of CompiledFunction is a view") when the compiled graph returned
+    its output as a view although the program computed a fresh tensor."""
+    def backend(gm, example_inputs):
+        if compiler == "inductor":
+            return tinydynamo.backends.inductor(gm, example_inputs)
+        return tinydynamo.aot.aot_autograd(gm, example_inputs, fw_compiler=returns_views)
+
+    def step(fn, x, w1, w2):
+        out = fn(x, w1, w2)
+        out += 1.0
+        return torch.autograd.grad((out * out).sum(), [x, w1, w2])
+
+    x, w1, w2 = leaves((2, 5, 8), (16, 8), (8, 16))
+    compiled = tinydynamo.compile(mlp_of_a_3d_input, backend=backend, dynamic=dynamic)
+    assert_close(step(compiled, x, w1, w2), step(mlp_of_a_3d_input, x, w1, w2))

@@ -27,7 +27,8 @@ class CompiledFunction(torch.autograd.Function):
     def forward(ctx, runtime, *args):
         meta = runtime.meta
         outputs = runtime.forward(*args)
-        graph_outputs, saved = outputs[: meta.num_graph_outputs], outputs[meta.num_graph_outputs :]
+        graph_outputs = [_not_a_view(out) for out in outputs[: meta.num_graph_outputs]]
+        saved = outputs[meta.num_graph_outputs :]
         ctx.runtime = runtime
         ctx.differentiable_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
         ctx.set_materialize_grads(False)  # None gradients are turned into zeros below
@@ -71,6 +72,21 @@ class CompiledBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         raise RuntimeError("tinydynamo.aot: double backward through a compiled graph is unsupported")
+
+
+def _not_a_view(out):
+    """``out``, or a tensor on the same memory that autograd does not know as a view.
+
+    A compiled graph may return a view where the traced program computed a fresh tensor:
+    inductor returns ``mm``'s buffer reshaped for a ``linear`` of a 3-d input. Autograd would
+    then treat the output as a view made inside this Function and refuse any later in-place
+    write to it (``out += residual``: "Output 0 of CompiledFunction is a view and is being
+    modified inplace"). Outputs that really alias an input or another output are re-made
+    outside the Function (``RuntimeWrapper._user_output``), so every graph output can be
+    hidden from view tracking, as PyTorch's runtime wrapper does with ``aten._unsafe_view``."""
+    if isinstance(out, torch.Tensor) and out._is_view():
+        return torch.ops.aten._unsafe_view(out, out.shape)
+    return out
 
 
 def _tangent(grad, shape, meta, index):
