@@ -5,6 +5,8 @@ outputs and gradients must equal eager's. Sizes are picked so that no two dims o
 equal (Dynamo gives equal sizes one symbol, "duck sizing", and would recompile when they later
 differ), and no size Dynamo slices down to 0 or 1 (it specialises those).
 """
+import warnings
+
 import pytest
 import sympy
 import torch
@@ -96,6 +98,12 @@ def _returns_view_and_size(x):
     return x.view(-1, 2).t(), x.shape[0] * 3
 
 
+def _list_indices(x):
+    y = x * 1
+    y[[0, 2]] = 0.0  # a list index, written to
+    return y[..., [-2], :] * 2 + x[[0, 1]].sum() + x[:, [[0, 1], [2, 0]]].mean()  # Falcon: [..., [-2], :]
+
+
 CASES = {
     "pointwise": (_pointwise, lambda b: [torch.randn(b, 10), torch.randn(10)]),
     "reductions": (_reductions, lambda b: [torch.randn(b, 10), torch.randn(10), torch.randn(10)]),
@@ -105,6 +113,7 @@ CASES = {
     "cat_slice_broadcast": (_cat_slice_broadcast, lambda b: [torch.randn(b, 10), torch.randn(b + 1, 10)]),
     "returns_view_and_size": (_returns_view_and_size, lambda b: [torch.randn(b, 10)]),
     "float_from_size": (_float_from_size, lambda b: [torch.randn(b, 3)]),
+    "list_indices": (_list_indices, lambda b: [torch.randn(b, 3, 5)]),
 }
 
 
@@ -251,3 +260,16 @@ def test_unsupported_size_expression_names_it():
     values = SymbolicValues(torch.fx.Graph())
     with pytest.raises(NotImplementedError, match=r"size expression sqrt\(s0\)"):
         values._emit(sympy.sqrt(sympy.Symbol("s0", integer=True, positive=True)))
+
+
+def test_list_indices_are_traced_with_symbolic_sizes_not_run_eagerly():
+    """Indexing a meta tensor with a list made its index tensor outside the dispatcher, so the
+    AOT trace failed and Falcon's attention ran eagerly ("made a tensor outside the dispatcher")."""
+    tinydynamo.reset()
+    compiled = tinydynamo.compile(_list_indices, backend="aot_eager", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")
+        for batch in (4, 6):
+            x = torch.randn(batch, 3, 5)
+            assert_close(compiled(x), _list_indices(x))
+    assert tinydynamo.stats()["frames_compiled"] == 1

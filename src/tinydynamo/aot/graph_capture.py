@@ -22,6 +22,7 @@ import dataclasses
 
 import torch
 import torch.fx as fx
+from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
@@ -149,6 +150,40 @@ def _onednn_disabled():
         torch._C._set_mkldnn_enabled(saved)
 
 
+class SequenceIndicesAsTensors(TorchFunctionMode):
+    """Indexing a meta tensor with a list of ints (``x[..., [-2], :]``, Falcon's attention)
+    builds the index tensor outside the dispatcher, directly on the meta device: its values
+    never reach the tracer, which could not put them in the graph. For real tensors, aten makes
+    the index on the CPU and lifts it (``lift_fresh``, a graph constant). While tracing with
+    symbolic sizes, such a list becomes that CPU tensor before the indexing runs, with the same
+    meaning: a list of ints or bools is a tensor index; a top-level list holding a slice, a
+    list, None, ``...`` or a tensor is read as a tuple (aten's ``treatSequenceAsTuple``)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and args[0].is_meta:
+            args = (args[0], _index_with_tensors(args[1]), *args[2:])
+        return func(*args, **kwargs)
+
+
+def _index_with_tensors(index):
+    if isinstance(index, list):
+        if _is_data(index, nested=False):
+            return torch.tensor(index)
+        if not any(isinstance(i, (slice, list, tuple, torch.Tensor)) or i is None or i is Ellipsis for i in index):
+            return index  # (SymInts, or empty): left to aten
+        index = tuple(index)
+    if isinstance(index, tuple):
+        return tuple(torch.tensor(i) if isinstance(i, list) and _is_data(i) else i for i in index)
+    return index
+
+
+def _is_data(sequence, nested=True):
+    """A non-empty (nested) list of plain ints or bools, which ``torch.tensor`` makes an index of."""
+    return len(sequence) > 0 and all(
+        _is_data(x) if nested and isinstance(x, list) else type(x) in (int, bool) for x in sequence)
+
+
 def _run_forward(tracer, fn, inputs, with_backward):
     # Tracing runs the program for real: restore the random number generators afterwards, so
     # the compiled program draws the same random numbers as eager would have.
@@ -159,7 +194,8 @@ def _run_forward(tracer, fn, inputs, with_backward):
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
           _onednn_disabled()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
-        with torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer:
+        with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
+              SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):
             try:
                 return fn(*inputs)
             except RuntimeError as error:
