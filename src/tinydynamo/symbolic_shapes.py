@@ -51,6 +51,11 @@ class FloorDiv(sympy.Function):
         quotient = sympy.cancel(base / divisor)
         if sympy.fraction(quotient)[1] == 1 and quotient.is_integer:
             return quotient
+        # (s0*s1*s2) // (4*s0) is (s1*s2) // 4: a factor common to both, never 0 (a product of
+        # sizes), leaves the quotient, so its floor, unchanged.
+        common = sympy.gcd(base, divisor)
+        if common != 1 and common.is_positive:
+            return FloorDiv(sympy.cancel(base / common), sympy.cancel(divisor / common))
         return None
 
 
@@ -120,6 +125,7 @@ class ShapeEnv:
         self.var_to_sources = {}  # symbol -> the sources it was read from, first one binds it
         self.val_to_var = {}  # value -> symbol (duck sizing)
         self.guards = []  # ShapeGuard, in the order recorded
+        self.marked_dynamic = {}  # symbol -> the source the user marked dynamic (mark_dynamic)
 
     # --- symbols --------------------------------------------------------------------------------
 
@@ -137,6 +143,11 @@ class ShapeEnv:
                 self.val_to_var[value] = symbol
         self.var_to_sources[symbol].append(source)
         return symbol
+
+    def mark_dynamic(self, symbol, source):
+        """The user asked for ``source`` to be dynamic: a guard fixing ``symbol`` to one value is
+        an error (``check_constraints``), not a silent specialisation."""
+        self.marked_dynamic.setdefault(symbol, source)
 
     def create_symint(self, value, source, duck=True):
         return torch.SymInt(SymNode(self.create_symbol(value, source, duck), self, int, value))
@@ -210,6 +221,8 @@ class ShapeEnv:
         """Decide ``condition`` now: statically if the ranges decide it, else by the hints, and
         then record the outcome as a guard."""
         known = self.static_value(condition)
+        if known is None:
+            known = self.static_value(self.simplify_condition(condition))
         if known is not None:
             return known
         outcome = bool(self.hint(condition))
@@ -224,8 +237,78 @@ class ShapeEnv:
         return value
 
     def add_guard(self, condition, where):
+        condition = self.simplify_condition(condition)
+        if self.static_value(condition) is True:
+            return
         if all(g.expr != condition for g in self.guards):
             self.guards.append(ShapeGuard(condition, where))
+
+    # --- simplifying guards ---------------------------------------------------------------------
+
+    def simplify_condition(self, condition):
+        """An equivalent, shorter form of a comparison of sizes: ``not (a == b)`` is ``a != b``;
+        ``s0*((s1*s2) % 4) == 0`` is ``(s1*s2) % 4 == 0`` (a factor that is never 0 cannot make
+        a product 0); ``x - 4*(x // 4) == 0`` is ``x % 4 == 0``."""
+        if isinstance(condition, sympy.Not) and type(condition.args[0]) in NEGATIONS:
+            inner = condition.args[0]
+            condition = NEGATIONS[type(inner)](inner.lhs, inner.rhs)
+        if type(condition) not in (sympy.Eq, sympy.Ne):
+            return condition
+        difference = _floordiv_remainders_as_mods(sympy.expand(condition.lhs - condition.rhs))
+        factors = sympy.Mul.make_args(sympy.factor_terms(difference))
+        kept = [f for f in factors if not self._never_zero(f)]
+        if not kept:  # a product of factors that are never 0
+            return sympy.false if type(condition) is sympy.Eq else sympy.true
+        if len(kept) < len(factors):
+            difference = _floordiv_remainders_as_mods(sympy.expand(sympy.Mul(*kept)))
+        return type(condition)(*_split_sides(difference))
+
+    def _never_zero(self, expr):
+        lo, hi = self.difference_bounds(expr)
+        return lo > 0 or hi < 0
+
+    def simplified_guards(self):
+        """The recorded guards less those the others imply: a guard ``e == c`` decides every
+        other guard in which ``e`` appears, once ``c`` is put for it (``(s1*s2) // s3 == 4``
+        makes ``(s1*s2) // s3 != 1`` and ``(s1*s2) // s3 >= 0`` redundant). Each guard is
+        dropped only if the guards still kept imply it, so the conjunction is unchanged."""
+        kept = list(self.guards)
+        for guard in list(kept):
+            others = [g for g in kept if g is not guard]
+            if any(self._implies(other.expr, guard.expr) for other in others):
+                kept.remove(guard)
+        return kept
+
+    def _implies(self, known, condition):
+        """Does guard ``known`` imply ``condition``? Yes if putting what ``known`` says for an
+        expression (``e == 4``: 4 for ``e``; ``x % 4 == 0``: ``4*(x // 4)`` for ``x``) into
+        ``condition`` makes it true for every size."""
+        if known == condition:
+            return True
+        substitution = _substitution(known)
+        if substitution is None:
+            return False
+        replaced = condition.xreplace(substitution)
+        if replaced == condition:
+            return False
+        return self.static_value(self.simplify_condition(replaced)) is True
+
+    # --- mark_dynamic -----------------------------------------------------------------------------
+
+    def check_constraints(self):
+        """Raise ``ConstraintViolationError`` if a guard fixes a dimension the user marked dynamic
+        (``if x.shape[0] == 5`` while ``x.shape[0]`` is 5), as torch.compile does."""
+        for guard in self.guards:
+            if type(guard.expr) is not sympy.Eq:
+                continue
+            for symbol, source in self.marked_dynamic.items():
+                value = _solved_value(guard.expr, symbol)
+                if value is not None:
+                    raise ConstraintViolationError(
+                        f"Constraints violated ({source.name()})! You marked {source.name()} as dynamic "
+                        f"with tinydynamo.mark_dynamic, but your code specialized it to be a constant "
+                        f"({value}) at {guard.where}. Either remove mark_dynamic or do not branch on "
+                        f"that size.")
 
     # --- what torch's own Python helpers (guard_or_false, statically_known_true) call ---------
 
@@ -234,6 +317,69 @@ class ShapeEnv:
 
     def _maybe_evaluate_static(self, expr):
         return self.static_value(expr)
+
+
+class ConstraintViolationError(RuntimeError):
+    """A dimension marked dynamic by the user was specialised by the traced code."""
+
+
+NEGATIONS = {sympy.Eq: sympy.Ne, sympy.Ne: sympy.Eq, sympy.Lt: sympy.Ge, sympy.Le: sympy.Gt,
+             sympy.Gt: sympy.Le, sympy.Ge: sympy.Lt}
+
+
+def _floordiv_remainders_as_mods(expr):
+    """``x - k*(x // k)`` (in a sum) is ``x % k``."""
+    if not isinstance(expr, sympy.Add):
+        return expr
+    terms = list(sympy.Add.make_args(expr))
+    for term in list(terms):
+        coefficient, rest = term.as_independent(FloorDiv, as_Add=False)
+        if not isinstance(rest, FloorDiv):
+            continue
+        x, k = rest.args
+        if coefficient == -k and x in terms and term in terms:
+            terms.remove(term)
+            terms.remove(x)
+            terms.append(sympy.Mod(x, k))
+    return sympy.Add(*terms)
+
+
+def _split_sides(expr):
+    """``a - b`` as (a, b), with the numbers on the right: readable guards (``s0 == 2*s1``)."""
+    terms = sympy.Add.make_args(expr)
+    if all(t.is_number or t.could_extract_minus_sign() for t in terms):
+        terms = sympy.Add.make_args(-expr)  # (an equality or inequality: the sign does not matter)
+    lhs = [t for t in terms if not t.is_number and not t.could_extract_minus_sign()]
+    rhs = [-t for t in terms if t not in lhs]
+    return sympy.Add(*lhs), sympy.Add(*rhs)
+
+
+def _substitution(equation):
+    """{expression: what ``equation`` says it equals}, or None."""
+    if type(equation) is not sympy.Eq:
+        return None
+    lhs, rhs = (equation.rhs, equation.lhs) if equation.lhs.is_number else (equation.lhs, equation.rhs)
+    if lhs.is_number or not rhs.is_number:
+        return None
+    if isinstance(lhs, sympy.Mod) and rhs == 0 and lhs.args[1].is_Integer:
+        x, k = lhs.args
+        return {x: k * FloorDiv(x, k)}
+    return {lhs: rhs}
+
+
+def _solved_value(equation, symbol):
+    """The one value of ``symbol`` that ``equation`` (over that symbol alone) allows, or None."""
+    if equation.free_symbols != {symbol}:
+        return None
+    try:
+        polynomial = sympy.Poly(equation.lhs - equation.rhs, symbol)
+    except sympy.PolynomialError:
+        return None
+    if polynomial.degree() != 1:
+        return None
+    a, b = polynomial.all_coeffs()
+    value = -b / a
+    return int(value) if value.is_Integer else value
 
 
 def multiply_intervals(a, b):

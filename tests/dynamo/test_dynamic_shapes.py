@@ -235,12 +235,13 @@ def test_duck_sizing_and_floor_division():
         env.create_symint(1, "c")
 
 
-def test_a_guard_with_or_keeps_its_parentheses():
+def test_a_guard_with_or_implied_by_another_is_dropped():
     x = torch.randn(6, 4)
     tinydynamo.mark_dynamic(x, 0)
     compiled = tinydynamo.compile(lambda x: x.unflatten(0, (-1, 2)), backend="eager")
     guard = tinydynamo.explain(lambda x: x.unflatten(0, (-1, 2)))(x).guards[0]
-    assert "((L_x_size_0 == 2) or ((L_x_size_0 % 2) == 0))" in guard
+    # unflatten asks `s0 == 2 or s0 % 2 == 0`, then `s0 % 2 == 0`, which implies the first
+    assert "and ((L_x_size_0 % 2) == 0)  # SHAPE_ENV" in guard and " or " not in guard
     torch.testing.assert_close(compiled(x), x.unflatten(0, (-1, 2)))
     with pytest.raises(RuntimeError):
         compiled(torch.randn(7, 4))  # fails the guard, and eager raises
@@ -354,3 +355,68 @@ def test_a_backward_whose_inputs_do_not_determine_every_symbol(shuffle):
         compiled(x_compiled).square().sum().backward()
         torch.testing.assert_close(x_compiled.grad, step(x))
     assert tinydynamo.stats()["frames_compiled"] == 1
+
+
+def view_with_an_inferred_size(x):
+    return x.view(x.shape[0], -1, 4) * 2
+
+
+def test_guards_of_a_view_with_an_inferred_size_are_simplified(capsys):
+    """A view with a -1 size made 17 size conditions (floor divisions with a common factor,
+    `(s1*s2) // 4 != 1` beside `(s1*s2) // ((s1*s2) // 4) == 4`, restated divisibility...);
+    the guard keeps 4 and means the same: a size the view cannot take, or one that makes the
+    view's strides differ, still fails it."""
+    tinydynamo.set_logs("guards")
+    try:
+        compiled = tinydynamo.compile(view_with_an_inferred_size, backend="eager", dynamic=True)
+        compiled(torch.randn(6, 3, 8))
+    finally:
+        tinydynamo.set_logs("")
+    shape_env = next(line for line in capsys.readouterr().err.splitlines() if line.endswith("# SHAPE_ENV"))
+    conditions = shape_env.split("# SHAPE_ENV")[0].strip().removeprefix("and ").split(" and ")
+    assert len(conditions) == 3 + 4, shape_env  # 3 sizes >= 2, then 4 conditions
+    assert "((L_x_size_1 * L_x_size_2) % 4) == 0" in shape_env
+    for shape in [(5, 3, 8), (7, 5, 12), (3, 6, 10)]:  # the same graph serves these
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), view_with_an_inferred_size(x))
+    assert tinydynamo.stats()["frames_compiled"] == 1
+    x = torch.randn(6, 3, 4)  # (s1*s2) // 4 == s1: a view of another layout, a new graph
+    torch.testing.assert_close(compiled(x), view_with_an_inferred_size(x))
+    assert tinydynamo.stats()["frames_compiled"] == 2
+    with pytest.raises(RuntimeError):  # 3*5 is not a multiple of 4: fails the guard, then the view
+        compiled(torch.randn(6, 3, 5))
+
+
+def test_guard_simplification_drops_only_implied_conditions():
+    env = ShapeEnv()
+    s0, s1 = env.create_symbol(6, "a"), env.create_symbol(8, "b")
+    env.add_guard(sympy.Eq(s0 * sympy.Mod(s1, 4), 0), "here")  # s0 != 0: s1 % 4 == 0
+    env.add_guard(sympy.Eq(s1, 4 * FloorDiv(s1, 4)), "here")  # the same condition restated
+    env.add_guard(sympy.Eq(FloorDiv(s0 * s1, 4 * s0), 2), "here")  # s0 cancels: s1 // 4 == 2
+    env.add_guard(sympy.Ne(FloorDiv(s1, 4), 1), "here")  # implied by s1 // 4 == 2
+    env.add_guard(sympy.Ge(s0, 2), "here")  # every size is >= 2: not recorded
+    env.add_guard(sympy.Ne(s0, s1), "here")  # not implied: kept
+    kept = [g.expr for g in env.simplified_guards()]
+    # (s1 // 4 == 2 alone admits 9, 10, 11: the divisibility stays)
+    assert kept == [sympy.Eq(sympy.Mod(s1, 4), 0), sympy.Eq(FloorDiv(s1, 4), 2), sympy.Ne(s0, s1)], kept
+
+
+def branches_on_the_size(x):
+    if x.shape[0] == 5:
+        return x + 1
+    return x - 1
+
+
+def test_mark_dynamic_on_a_dimension_the_code_specialises_is_an_error():
+    """As torch.compile: a ConstraintViolationError naming the dimension and the user's line."""
+    from tinydynamo.symbolic_shapes import ConstraintViolationError
+    x = torch.randn(5, 3)
+    tinydynamo.mark_dynamic(x, 0)
+    line = branches_on_the_size.__code__.co_firstlineno + 1
+    with pytest.raises(ConstraintViolationError, match=rf"L\['x'\]\.size\(\)\[0\].*constant \(5\).*"
+                       rf"test_dynamic_shapes.py:{line}"):
+        tinydynamo.compile(branches_on_the_size, backend="eager")(x)
+    tinydynamo.reset()
+    y = torch.randn(6, 3)  # 6 != 5 keeps the size symbolic: no error, as in torch.compile
+    tinydynamo.mark_dynamic(y, 0)
+    torch.testing.assert_close(tinydynamo.compile(branches_on_the_size, backend="eager")(y), y - 1)

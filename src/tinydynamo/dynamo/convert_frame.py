@@ -34,6 +34,7 @@ import torch
 from .. import config
 from ..backends import lookup_backend
 from .._logging import trace_artifact
+from ..symbolic_shapes import ConstraintViolationError
 from ..utils import compile_lock, counters
 from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
@@ -219,6 +220,8 @@ class ConvertFrame:
             return None
         except BackendCompilerFailed as e:
             return self.backend_failed(code, entries, e.inner)
+        except ConstraintViolationError:  # the user's mark_dynamic contradicts the code: their error
+            raise
         except Exception as e:  # a bug of the translator, met outside an instruction's handler
             if config.strict or self.fullgraph:
                 raise

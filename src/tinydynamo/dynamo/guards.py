@@ -214,7 +214,8 @@ class GuardBuilder:
     def SHAPE_ENV(self, guard):
         shape_env = guard.value
         checks = [f"{self.size_expression(shape_env, symbol)} >= 2" for symbol in shape_env.var_to_val]
-        checks += [f"({self.size_expression(shape_env, g.expr)})" for g in shape_env.guards]
+        shape_env.check_constraints()
+        checks += [f"({self.size_expression(shape_env, g.expr)})" for g in shape_env.simplified_guards()]
         return " and ".join(checks) or "True"
 
     def DUPLICATE_INPUT(self, guard):

@@ -30,7 +30,7 @@ from ..backends import compiler_for_symbolic_graph
 from ..symbolic_shapes import ShapeEnv
 from ..utils import counters
 from . import eval_frame
-from .automatic_dynamic import dynamic_dims, is_dynamic_int
+from .automatic_dynamic import DYNAMIC_DIMS, dynamic_dims, is_dynamic_int
 from .codegen import PyCodegen
 from .exc import BackendCompilerFailed
 from .guards import Guard, autocast_state
@@ -140,6 +140,8 @@ class OutputGraph:
             example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
             return example.requires_grad_(value.requires_grad), tensor_properties(value)
         sizes, strides = layout
+        for d in getattr(value, DYNAMIC_DIMS, set()) & dims:  # the user's mark_dynamic
+            self.shape_env.mark_dynamic(sizes[d].node.expr, SizeSource(source, d))
         with enable_python_dispatcher():
             example = torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta")
         properties = tensor_properties(value)
