@@ -49,9 +49,13 @@ VARIANTS = {  # name -> how to compile a module
     "torch.compile": lambda m: torch.compile(m, backend="tinydynamo", dynamic=False),
     # every dimension of every input a size symbol from the first compile (chapter 4)
     "eager dynamic": lambda m: tinydynamo.compile(m, backend="eager", dynamic=True),
+    "aot_eager dynamic": lambda m: tinydynamo.compile(m, backend="aot_eager", dynamic=True),
+    "decomp_eager dynamic": lambda m: tinydynamo.compile(m, backend="decomp_eager", dynamic=True),
     "inductor dynamic": lambda m: tinydynamo.compile(m, backend="inductor", dynamic=True),
     "torch.compile dynamic": lambda m: torch.compile(m, backend="tinydynamo", dynamic=True),
 }
+# In the sweep only (make test-models), not in the fast subset that make test runs.
+SWEEP_ONLY_VARIANTS = {"aot_eager dynamic", "decomp_eager dynamic"}
 RTOL = ATOL = 1e-4  # atol scaled by the tensor's largest magnitude, when that is above 1
 MODEL_PACKAGES = ("transformers", "diffusers", "torch_geometric", "huggingface_hub")
 
@@ -202,6 +206,7 @@ def _break_reason(reason):
 def reset_compilers():
     tinydynamo.reset()
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
 
 
 # ---- one cell: run, catch, record ----
@@ -222,7 +227,12 @@ def run_cell(check, *args):
                         where=user_location(error))
     ours = [_one_line(w.message) for w in caught if str(w.message).startswith("tinydynamo")]
     return dict(cell, seconds=round(time.perf_counter() - start, 2), warnings=len(ours),
-                warning_messages=sorted(set(ours))[:3])
+                warning_messages=sorted(set(ours))[:3], graphs=graphs_compiled())
+
+
+def graphs_compiled():
+    """How many graphs the cell's compiler compiled: tinydynamo's or torch._dynamo's, whichever ran."""
+    return tinydynamo.stats()["graphs"] or torch._dynamo.utils.counters["stats"]["unique_graphs"]
 
 
 def user_location(error):

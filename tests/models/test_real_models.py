@@ -14,15 +14,15 @@ import torch_geometric  # noqa: F401
 import transformers  # noqa: F401
 
 import tinydynamo
-from real_model_check import (VARIANTS, check_forward, check_train, explain_counts, no_further_from_float64,
+from real_model_check import (SWEEP_ONLY_VARIANTS, VARIANTS, check_forward, check_train, explain_counts, no_further_from_float64,
                                reset_compilers, run_forward, run_train)
 from tinydynamo.testing.real_models import REAL_MODELS
 
 
 def _params():
     for name, entry in REAL_MODELS.items():
-        marks = [] if entry.fast else [pytest.mark.slow_models]
         for variant in VARIANTS:
+            marks = [] if entry.fast and variant not in SWEEP_ONLY_VARIANTS else [pytest.mark.slow_models]
             yield pytest.param(name, variant, marks=marks, id=f"{name}-{variant}")
 
 
