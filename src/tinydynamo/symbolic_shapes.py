@@ -53,9 +53,12 @@ class FloorDiv(sympy.Function):
             return quotient
         # (s0*s1*s2) // (4*s0) is (s1*s2) // 4: a factor common to both, never 0 (a product of
         # sizes), leaves the quotient, so its floor, unchanged.
-        common = sympy.gcd(base, divisor)
-        if common != 1 and common.is_positive:
-            return FloorDiv(sympy.cancel(base / common), sympy.cancel(divisor / common))
+        if base.is_polynomial() and divisor.is_polynomial() and not (base.has(sympy.Float) or divisor.has(sympy.Float)):
+            common = sympy.gcd(base, divisor)
+            if common != 1 and common.is_positive and common.free_symbols:
+                base, divisor = sympy.cancel(base / common), sympy.cancel(divisor / common)
+                if sympy.fraction(base)[1] == 1 and sympy.fraction(divisor)[1] == 1:
+                    return FloorDiv(base, divisor)
         return None
 
 

@@ -397,6 +397,8 @@ def test_guard_simplification_drops_only_implied_conditions():
     env.add_guard(sympy.Ge(s0, 2), "here")  # every size is >= 2: not recorded
     env.add_guard(sympy.Ne(s0, s1), "here")  # not implied: kept
     kept = [g.expr for g in env.simplified_guards()]
+    assert FloorDiv(s0 * s1 * s0, 4 * s0) == FloorDiv(s0 * s1, 4)
+    assert FloorDiv(sympy.Float(2.5) * s0, s0) == FloorDiv(sympy.Float(2.5) * s0, s0)  # left alone
     # (s1 // 4 == 2 alone admits 9, 10, 11: the divisibility stays)
     assert kept == [sympy.Eq(sympy.Mod(s1, 4), 0), sympy.Eq(FloorDiv(s1, 4), 2), sympy.Ne(s0, s1)], kept
 
