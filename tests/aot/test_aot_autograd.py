@@ -448,3 +448,24 @@ def test_an_output_the_compiled_graph_returns_as_a_view_can_be_written_in_place(
     x, w1, w2 = leaves((2, 5, 8), (16, 8), (8, 16))
     compiled = tinydynamo.compile(mlp_of_a_3d_input, backend=backend, dynamic=dynamic)
     assert_close(step(compiled, x, w1, w2), step(mlp_of_a_3d_input, x, w1, w2))
+
+
+@pytest.mark.parametrize("compiler", ["returns_views", "inductor"])
+def test_an_output_computed_without_autograd_can_be_written_in_place_with_grad(compiler):
+    """No input requires grad, so the graph runs under no_grad; a view it returned could not be
+    written in place afterwards with a tensor that requires grad ("A view was created in no_grad
+    mode and is being modified inplace with grad mode enabled")."""
+    def backend(gm, example_inputs):
+        if compiler == "inductor":
+            return tinydynamo.backends.inductor(gm, example_inputs)
+        return tinydynamo.aot.aot_autograd(gm, example_inputs, fw_compiler=returns_views)
+
+    def step(fn, x, w1, w2, bias):
+        out = fn(x, w1, w2)
+        out += bias
+        return out, torch.autograd.grad((out * out).sum(), [bias])
+
+    (bias,) = leaves((8,))
+    x, w1, w2 = leaves((2, 5, 8), (16, 8), (8, 16), requires_grad=False)
+    compiled = tinydynamo.compile(mlp_of_a_3d_input, backend=backend)
+    assert_close(step(compiled, x, w1, w2, bias), step(mlp_of_a_3d_input, x, w1, w2, bias))

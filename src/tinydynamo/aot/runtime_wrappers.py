@@ -83,7 +83,9 @@ def _not_a_view(out):
     write to it (``out += residual``: "Output 0 of CompiledFunction is a view and is being
     modified inplace"). Outputs that really alias an input or another output are re-made
     outside the Function (``RuntimeWrapper._user_output``), so every graph output can be
-    hidden from view tracking, as PyTorch's runtime wrapper does with ``aten._unsafe_view``."""
+    hidden from view tracking, as PyTorch's runtime wrapper does with ``aten._unsafe_view``.
+    Without autograd too: a view made under ``no_grad`` may not be written in place with grad
+    mode on (``out += bias`` with a bias that requires grad)."""
     if isinstance(out, torch.Tensor) and out._is_view():
         return torch.ops.aten._unsafe_view(out, out.shape)
     return out
@@ -173,7 +175,7 @@ class RuntimeWrapper:
             with torch.enable_grad():  # under an outer no_grad, for a program that enables grad
                 return CompiledFunction.apply(self, *args)
         with torch.no_grad():
-            return self.forward(*args)[: self.meta.num_graph_outputs]
+            return [_not_a_view(out) for out in self.forward(*args)[: self.meta.num_graph_outputs]]
 
     @staticmethod
     def _user_output(info, args, graph_outputs, bindings):
