@@ -51,6 +51,10 @@ class FloorDiv(sympy.Function):
         quotient = sympy.cancel(base / divisor)
         if sympy.fraction(quotient)[1] == 1 and quotient.is_integer:
             return quotient
+        if divisor.is_positive and not divisor.is_Number:  # (q*d - 1) // d is q - 1 for d >= 1
+            quotient, remainder = sympy.div(base, divisor)
+            if remainder == -1 and quotient.is_integer:
+                return quotient - 1
         return None
 
 
@@ -79,8 +83,8 @@ def to_python(expr, name_of):
         if denominator != 1:
             return f"{paren(numerator)} / {paren(denominator)}"
         return " * ".join(paren(a) for a in expr.args)
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
-        return f"{paren(expr.base)} ** {int(expr.exp)}"
+    if isinstance(expr, sympy.Pow):
+        return f"{paren(expr.base)} ** {paren(expr.exp)}"
     if isinstance(expr, FloorDiv):
         return f"{paren(expr.args[0])} // {paren(expr.args[1])}"
     if isinstance(expr, sympy.Mod):
@@ -166,11 +170,25 @@ class ShapeEnv:
         if isinstance(expr, FloorDiv) and expr.args[1].is_Integer and expr.args[1] > 0:
             lo, hi = self.bounds(expr.args[0])
             return sympy.floor(lo / expr.args[1]), sympy.floor(hi / expr.args[1])
+        if isinstance(expr, (FloorDiv, sympy.Mod)):
+            return self._symbolic_division_bounds(expr)
         if isinstance(expr, (sympy.Max, sympy.Min)):
             parts = [self.bounds(a) for a in expr.args]
             pick = max if isinstance(expr, sympy.Max) else min
             return pick(lo for lo, _ in parts), pick(hi for _, hi in parts)
         return -sympy.oo, sympy.oo
+
+    def _symbolic_division_bounds(self, expr):
+        """``a // b`` and ``a % b`` for a symbolic divisor ``b >= 1`` and ``a >= 0``: both lie in
+        ``[0, a]``, and when ``a < b`` for every size the quotient is 0 (``(s1 - 1) // s1``)."""
+        numerator, divisor = expr.args
+        lo, hi = self.bounds(numerator)
+        if lo < 0 or self.bounds(divisor)[0] < 1:
+            return -sympy.oo, sympy.oo
+        below_divisor = self.difference_bounds(divisor - numerator)[0] > 0
+        if isinstance(expr, FloorDiv):
+            return (sympy.Integer(0), sympy.Integer(0)) if below_divisor else (sympy.Integer(0), hi)
+        return (lo, hi) if below_divisor else (sympy.Integer(0), hi)
 
     def difference_bounds(self, difference):
         """Bounds of ``lhs - rhs``: the tighter of the expanded and the factored form's, since
