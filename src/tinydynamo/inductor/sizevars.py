@@ -192,6 +192,8 @@ class SizeVarAllocator:
         env = node.shape_env  # ours, or torch's (behind torch.compile), which renamed the map
         hints = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
         for symbol in node.expr.free_symbols:
+            if symbol not in hints:  # an unbacked size (data-dependent, from torch's Dynamo)
+                raise SymbolicShapeError(f"inductor: the size {symbol} has no hint")
             self.shape_env.var_to_val.setdefault(symbol, int(hints[symbol]))
         if node.pytype is float:  # a number computed from sizes (a mean's 1 / (n - 1)): a scalar
             return SymbolicSize(node.expr, self)
@@ -256,6 +258,9 @@ class _CPrinter:
             return f"std::pow(static_cast<double>({self.print(expr.base)}), {self.print(expr.exp)})"
         if isinstance(expr, (FloorDiv, sympy.Mod)) and self._non_negative(*expr.args):
             return f"{self.paren(expr.args[0])} {'/' if isinstance(expr, FloorDiv) else '%'} {self.paren(expr.args[1])}"
+        if isinstance(expr, (FloorDiv, sympy.Mod)):  # Python's rounding, from the prelude
+            helper = "td_floordiv" if isinstance(expr, FloorDiv) else "td_floormod"
+            return f"{helper}({self.print(expr.args[0])}, {self.print(expr.args[1])})"
         if isinstance(expr, (sympy.Max, sympy.Min)):
             name = "std::max" if isinstance(expr, sympy.Max) else "std::min"
             printed = self.print(expr.args[0])
