@@ -189,14 +189,16 @@ class WrapperCodeGen:
                                      "sizes, strides or int arguments of the graph's inputs")
         checks += [f"{s.name} >= 2" for s in self.graph.sizevars.symbols]
         checks += [self.graph.sizevars.condition_to_python(g) for g in self.graph.sizevars.guards]
-        self.namespace["fallback"] = self.fallback
-        self.code.writeline(f"if not ({' and '.join(checks)}):")
-        self.code.writeline("    return fallback(args)  # sizes these kernels were not generated for")
+        if checks:
+            self.namespace["fallback"] = self.fallback
+            self.code.writeline(f"if not ({' and '.join(checks)}):")
+            self.code.writeline("    return fallback(args)  # sizes these kernels were not generated for")
 
     def _size(self, value):
         """Python source for a size, or a tuple of sizes."""
         if isinstance(value, (tuple, list)):
-            return f"({''.join(self._size(v) + ', ' for v in value)})"
+            items = [self._size(v) for v in value]
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
         return self.graph.sizevars.to_python(value)
 
     def _steps(self):
