@@ -121,3 +121,13 @@ def test_the_kernel_takes_the_sizes_as_arguments(capsys):
 def test_symbolic_size_keeps_hint():
     _, s0, s1 = _sizes()
     assert isinstance(s0 * s1, SymbolicSize) and (s0 * s1).hint == 60
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "column_sum"])
+def test_triton_kernels_take_the_sizes_as_arguments(name, monkeypatch):
+    """The Triton generator (run by its CPU interpreter here): one kernel per fused group for every
+    size, with block sizes chosen per size bucket at launch."""
+    monkeypatch.setattr(tinydynamo.config, "triton_on_cpu", True)
+    fn, make_args = CASES[name]
+    stats = _check(fn, make_args, [4, 5, 9])
+    assert stats["size_specializations"] == 0 and stats.get("symbolic_fallbacks", 0) == 0

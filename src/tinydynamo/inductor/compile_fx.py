@@ -91,19 +91,20 @@ def generate_triton_code(gm, example_inputs, device):
 
     graph = GraphLowering(gm, device.type).run(*example_inputs)
     scheduler = Scheduler(graph)
-    kernels = TritonScheduling(scheduler, buffer_dtypes(graph)).codegen()
+    symbols = [s.name for s in graph.sizevars.symbols]
+    kernels = TritonScheduling(scheduler, buffer_dtypes(graph), symbols).codegen()
     sources = [k.source for ks in kernels.values() for k in ks]
     counters["kernels_generated"] += len(sources)
     trace_artifact("kernels", lambda: "\n".join(sources))
     return graph, scheduler, kernels
 
 
-def compile_graph_triton(gm, example_inputs, device):
+def compile_graph_triton(gm, example_inputs, device, fallback=None):
     """compile_graph's Triton path: returns ``call(args)``, which launches Triton kernels."""
     from .codegen.triton_wrapper import TritonWrapperCodeGen
 
     graph, scheduler, kernels = generate_triton_code(gm, example_inputs, device)
-    call, source = TritonWrapperCodeGen(graph, scheduler, kernels, device).compile()
+    call, source = TritonWrapperCodeGen(graph, scheduler, kernels, device, fallback=fallback).compile()
     trace_artifact("kernels", lambda: source)
     return call
 
@@ -121,7 +122,7 @@ def compile_graph(gm, example_inputs, fallback=None):
     ``fallback(args)`` for those that fail them."""
     device = graph_device(gm, example_inputs)
     if uses_triton(device):
-        return compile_graph_triton(gm, example_inputs, device)
+        return compile_graph_triton(gm, example_inputs, device, fallback)
     graph, scheduler, module = generate_code(gm, example_inputs)
     library = codecache.load(module.source) if module.segments else None
     call, source = WrapperCodeGen(graph, scheduler, module, library, fallback).compile()
@@ -222,12 +223,11 @@ def compile_fx_symbolic(gm, example_inputs):
     It is decomposed with its symbolic example inputs, so the prim graph computes its sizes from
     the symbols, and lowered with sizes that are SymbolicSizes: the C++ kernels take the symbols
     as arguments. The guards that the generated code relies on are checked on each call, and a
-    call that fails them, like a graph that cannot be compiled symbolically (SymbolicShapeError)
-    or that runs on Triton, gets kernels compiled for its own sizes (``size_specialized``).
+    call that fails them, like a graph that cannot be compiled symbolically (SymbolicShapeError),
+    gets kernels compiled for its own sizes (``size_specialized``). Triton kernels take the
+    sizes as arguments too, and choose their block sizes per size bucket.
     """
     per_size = size_specialized(gm)
-    if uses_triton(graph_device(gm, example_inputs)):
-        return per_size
     try:
         call = compile_graph(decompose(gm, example_inputs), example_inputs,
                              fallback=lambda args: per_size(*args))
