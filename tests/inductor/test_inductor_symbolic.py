@@ -131,3 +131,13 @@ def test_triton_kernels_take_the_sizes_as_arguments(name, monkeypatch):
     fn, make_args = CASES[name]
     stats = _check(fn, make_args, [4, 5, 9])
     assert stats["size_specializations"] == 0 and stats.get("symbolic_fallbacks", 0) == 0
+
+
+def test_the_disk_cache_key_names_the_symbols_not_their_values():
+    """A kernel file holds `s0`, never the traced size: traced again for other sizes, the same
+    file is found in the disk cache, and nothing is compiled."""
+    fn, make_args = CASES["softmax"]
+    _check(fn, make_args, [6, 7])
+    tinydynamo.reset()
+    stats = _check(fn, make_args, [11, 13])
+    assert stats["cpp_compiles"] == 0 and stats["kernels_generated"] > 0
