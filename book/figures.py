@@ -495,7 +495,7 @@ def decomposition(aten_gm, prim_gm, width=COLUMN):
     plt.show()
 
 
-CALL_COLOURS = {"compiled": ORANGE, "cache hit": GREEN, "eager": RED}
+CALL_COLOURS = {"compiled": ORANGE, "cache hit": GREEN, "eager": "#f2b6b0"}
 
 
 def compile_grid(columns, rows, width=COLUMN, title="size"):

@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import random
 import re
+import sys
 import textwrap
 
 import sympy
@@ -40,7 +41,7 @@ from ..dynamo.automatic_dynamic import DYNAMIC_DIMS, STATIC_DIMS, FrameState
 from ..symbolic_shapes import FloorDiv, ShapeEnv, multiply_intervals, to_python
 from ..testing.models import make
 from .a02 import difference, learner_location, user_module
-from .checking import no_delegation
+from .checking import _is_learners, _refuse, no_delegation
 
 s0, s1, s2 = (sympy.Symbol(f"s{i}", integer=True, positive=True) for i in range(3))
 oo = sympy.oo
@@ -219,7 +220,7 @@ def checked_dims(dims_to_trace, record):
 
 
 # The reference functions the learner's replace: they refuse the learner's calls while graded.
-REFERENCE = (ShapeEnv.bounds, ShapeEnv.static_value, ShapeEnv.difference_bounds, ShapeEnv.drop_trivial_mods,
+_REFUSED = (ShapeEnv.bounds, ShapeEnv.static_value, ShapeEnv.difference_bounds, ShapeEnv.drop_trivial_mods,
              multiply_intervals, FrameState.update, FrameState.dynamic_dims, automatic_dynamic.dynamic_dims)
 
 
@@ -232,7 +233,7 @@ def swapped(bounds=None, static_value=None, history=None, dims_to_trace=None, re
     saved = (ShapeEnv.bounds, ShapeEnv.static_value, automatic_dynamic.FrameState, output_graph.dynamic_dims)
     tinydynamo.reset()
     try:
-        with config.patch(suppress_errors=False, strict=True), no_delegation(*REFERENCE):
+        with config.patch(suppress_errors=False, strict=True), no_delegation(*_REFUSED):
             if bounds is not None:
                 ShapeEnv.bounds = lambda self, expr: call_bounds(bounds, expr, record)
             if static_value is not None:
@@ -275,16 +276,21 @@ STATIC_CASES = [
 ]
 
 
-def reference_bounds(expr):
-    return saved_reference["bounds"](ShapeEnv(), expr)
+# The reference's own functions, taken before any swap. The checkers compare with them; a learner's
+# call is refused, like a call of ShapeEnv.bounds itself.
+_REFERENCE_BOUNDS, _REFERENCE_STATIC_VALUE = ShapeEnv.bounds, ShapeEnv.static_value
 
 
-def reference_static(condition):
-    return saved_reference["static_value"](ShapeEnv(), condition)
+def _expected_bounds(expr):
+    if _is_learners(sys._getframe(1)):
+        _refuse("a10._expected_bounds")
+    return _REFERENCE_BOUNDS(ShapeEnv(), expr)
 
 
-# the reference's own functions, taken before any swap (the course never exports them)
-saved_reference = {"bounds": ShapeEnv.bounds, "static_value": ShapeEnv.static_value}
+def _expected_decision(condition):
+    if _is_learners(sys._getframe(1)):
+        _refuse("a10._expected_decision")
+    return _REFERENCE_STATIC_VALUE(ShapeEnv(), condition)
 
 
 def bounds_problems(bounds, expr, record=None):
@@ -297,7 +303,7 @@ def bounds_problems(bounds, expr, record=None):
     counterexample = bounds_counterexample(expr, lo, hi)
     if counterexample:
         return [f"bounds({show(expr)}) returned ({lo}, {hi}), but {counterexample}: UNSOUND"]
-    want_lo, want_hi = reference_bounds(expr)
+    want_lo, want_hi = _expected_bounds(expr)
     if lo < want_lo or hi > want_hi:
         return [f"bounds({show(expr)}) returned ({lo}, {hi}): TOO LOOSE, expected an interval within "
                 f"({want_lo}, {want_hi})"]
@@ -321,7 +327,7 @@ def decision_problems(condition, answer):
             return [f"static_value({show(condition)}) returned {answer}, but {counterexample}: UNSOUND "
                     "(a graph traced for some sizes would run for others it is wrong for)"]
         return []
-    expected = reference_static(condition)
+    expected = _expected_decision(condition)
     if expected is not None:
         return [f"static_value({show(condition)}) returned None: NEEDLESS GUARD, it is {expected} for "
                 "every size (each symbol is at least 2)"]
@@ -439,18 +445,18 @@ def one_line(error):
     return " ".join(str(error).strip().splitlines()) or type(error).__name__
 
 
-_reference_outcomes = {}
+_expected_outcomes = {}
 
 
-def reference_outcomes(case):
-    if case.name not in _reference_outcomes:
-        _reference_outcomes[case.name] = run_case(case)[0]
-    return _reference_outcomes[case.name]
+def expected_outcomes(case):
+    if case.name not in _expected_outcomes:
+        _expected_outcomes[case.name] = run_case(case)[0]
+    return _expected_outcomes[case.name]
 
 
 def check_case(case, check_decisions=True, **pieces):
     """Every failure of the learner's pieces on one case, named by the case and the call."""
-    wanted = reference_outcomes(case)
+    wanted = expected_outcomes(case)
     outcomes, record = run_case(case, **pieces)
     problems = [f"{case.name}: {error}" for error in record.errors[:1]]
     if check_decisions:
