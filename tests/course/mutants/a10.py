@@ -35,6 +35,8 @@ MUTANTS = [
            "static_value(s0 >= 2) returned None: NEEDLESS GUARD"),
     Mutant("!= never decided False", "sympy.Ne: lo == hi == 0, sympy.Lt: lo >= 0", "sympy.Ne: False, sympy.Lt: lo >= 0",
            "NEEDLESS GUARD"),
+    Mutant("sympy.true and sympy.false left to a guard", "    if condition in (sympy.true, sympy.false):\n"
+           "        return bool(condition)\n", "", "static_value(True) returned None"),
     Mutant("delegates to the reference's static_value", "    if condition in (sympy.true, sympy.false):\n",
            '    return __import__("tinydynamo.symbolic_shapes", fromlist=["_"]).ShapeEnv().static_value(condition)\n'
            "    if condition in (sympy.true, sympy.false):\n",
