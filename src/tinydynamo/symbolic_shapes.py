@@ -1,4 +1,4 @@
-"""Symbolic sizes: the ShapeEnv and its SymNode (book chapter 4, "Guards", section "Dynamic shapes").
+"""Symbolic sizes: the ShapeEnv and its SymNode (book chapter 12, "Dynamic shapes").
 
 PyTorch 2 compiles one graph for many sizes by tracing with sizes that are *symbols*. A tensor
 whose batch dimension is dynamic is traced as a meta tensor of shape ``(s0, 64)``; every op run

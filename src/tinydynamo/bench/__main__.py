@@ -1,4 +1,4 @@
-"""``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 12)."""
+"""``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 13)."""
 import argparse
 import datetime
 import json
