@@ -170,25 +170,11 @@ class ShapeEnv:
         if isinstance(expr, FloorDiv) and expr.args[1].is_Integer and expr.args[1] > 0:
             lo, hi = self.bounds(expr.args[0])
             return sympy.floor(lo / expr.args[1]), sympy.floor(hi / expr.args[1])
-        if isinstance(expr, (FloorDiv, sympy.Mod)):
-            return self._symbolic_division_bounds(expr)
         if isinstance(expr, (sympy.Max, sympy.Min)):
             parts = [self.bounds(a) for a in expr.args]
             pick = max if isinstance(expr, sympy.Max) else min
             return pick(lo for lo, _ in parts), pick(hi for _, hi in parts)
         return -sympy.oo, sympy.oo
-
-    def _symbolic_division_bounds(self, expr):
-        """``a // b`` and ``a % b`` for a symbolic divisor ``b >= 1`` and ``a >= 0``: both lie in
-        ``[0, a]``, and when ``a < b`` for every size the quotient is 0 (``(s1 - 1) // s1``)."""
-        numerator, divisor = expr.args
-        lo, hi = self.bounds(numerator)
-        if lo < 0 or self.bounds(divisor)[0] < 1:
-            return -sympy.oo, sympy.oo
-        below_divisor = self.difference_bounds(divisor - numerator)[0] > 0
-        if isinstance(expr, FloorDiv):
-            return (sympy.Integer(0), sympy.Integer(0)) if below_divisor else (sympy.Integer(0), hi)
-        return (lo, hi) if below_divisor else (sympy.Integer(0), hi)
 
     def difference_bounds(self, difference):
         """Bounds of ``lhs - rhs``: the tighter of the expanded and the factored form's, since

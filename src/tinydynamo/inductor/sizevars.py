@@ -162,11 +162,33 @@ def structural_key(size):
     return (0, size) if isinstance(size, int) else (1, str(size.expr))
 
 
+class InductorShapeEnv(ShapeEnv):
+    """Chapter 12's range analysis, plus what index arithmetic needs and dynamo's traces rarely
+    do: floor divisions and remainders by a symbolic size (a row ``x // s1``)."""
+
+    def bounds(self, expr):
+        if isinstance(expr, (FloorDiv, sympy.Mod)) and not expr.args[1].is_Number:
+            return self._symbolic_division_bounds(expr)
+        return super().bounds(expr)
+
+    def _symbolic_division_bounds(self, expr):
+        """``a // b`` and ``a % b`` for a symbolic divisor ``b >= 1`` and ``a >= 0``: both lie in
+        ``[0, a]``, and when ``a < b`` for every size the quotient is 0 (``(s1 - 1) // s1``)."""
+        numerator, divisor = expr.args
+        lo, hi = self.bounds(numerator)
+        if lo < 0 or self.bounds(divisor)[0] < 1:
+            return -sympy.oo, sympy.oo
+        below_divisor = self.difference_bounds(divisor - numerator)[0] > 0
+        if isinstance(expr, FloorDiv):
+            return (sympy.Integer(0), sympy.Integer(0)) if below_divisor else (sympy.Integer(0), hi)
+        return (lo, hi) if below_divisor else (sympy.Integer(0), hi)
+
+
 class SizeVarAllocator:
     """The size symbols of one graph: their hints, the range analysis, and the inductor guards."""
 
     def __init__(self):
-        self.shape_env = ShapeEnv(where=lambda: "inductor")
+        self.shape_env = InductorShapeEnv(where=lambda: "inductor")
 
     def wrap(self, expr):
         """``expr`` as a size: a plain int when it has no symbol left."""
