@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book check-site check-workflows assignments grade test-hook bench demo clean
+.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book check-site check-workflows assignments grade student-repo test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,12 @@ assignments: install
 grade: install
 	@test -n "$(A)" || (echo "usage: make grade A=<assignment>, e.g. make grade A=a01_bytecode"; exit 2)
 	$(PY) -m tinydynamo.course.grade $(A)
+
+# The repository a class's learners clone: no solutions/, no hidden tests, no tests/course/; its
+# `make grade` grades the visible tests (book appendix A, "Teaching the course").
+student-repo: install
+	@test -n "$(DEST)" || (echo "usage: make student-repo DEST=<new directory>"; exit 2)
+	$(PY) -m tinydynamo.course.student_repo $(DEST)
 
 bench: install
 	$(PY) -m tinydynamo.bench $(BENCH_ARGS)

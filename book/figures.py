@@ -493,3 +493,28 @@ def decomposition(aten_gm, prim_gm, width=COLUMN):
     ax.text(split + (width - split) / 2, 0.15, "prim graph", ha="center", fontweight="bold", fontsize=FONT)
     ax.axvline(split, color="#bbbbbb", linestyle="--", linewidth=0.8)
     plt.show()
+
+
+CALL_COLOURS = {"compiled": ORANGE, "cache hit": GREEN, "eager": "#f2b6b0"}
+
+
+def compile_grid(columns, rows, width=COLUMN, title="size"):
+    """What each call of a compiled function did, for several compilers or policies side by side.
+
+    `columns` label the calls (the size each call brings); `rows` are (label, outcomes), one outcome
+    per call: "compiled", "cache hit" or "eager" (past the cache size limit).
+    """
+    label_width, row = 2.3, 0.34
+    cell = (width - label_width - 0.1) / len(columns)
+    fig, ax = canvas(width, row * (len(rows) + 1) + 0.55)
+    ax.text(label_width - 0.1, 0.3, title, ha="right", va="center", fontsize=FONT, style="italic")
+    for j, column in enumerate(columns):
+        ax.text(label_width + (j + 0.5) * cell, 0.3, str(column), ha="center", va="center", fontsize=FONT)
+    for i, (label, outcomes) in enumerate(rows):
+        y = 0.3 + (i + 1) * row
+        compiles = sum(outcome == "compiled" for outcome in outcomes)
+        ax.text(label_width - 0.1, y, f"{label} ({compiles})", ha="right", va="center", fontsize=FONT)
+        for j, outcome in enumerate(outcomes):
+            box(ax, label_width + (j + 0.5) * cell, y, "", cell - 0.06, row - 0.08, colour=CALL_COLOURS[outcome])
+    legend(ax, [(name, colour, "#666666") for name, colour in CALL_COLOURS.items()], 0.3 + (len(rows) + 0.5) * row)
+    plt.show()

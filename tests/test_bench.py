@@ -41,3 +41,14 @@ def test_a_wrong_result_is_reported_not_timed():
 def test_workloads_compute_what_they_say():
     x = torch.randn(100)
     torch.testing.assert_close(workloads.gelu_tanh_chain(x), torch.nn.functional.gelu(x, approximate="tanh"))
+
+
+def test_dynamic_sweep_reports_compiles_and_the_generic_over_specialised_ratio():
+    from tinydynamo.bench import dynamic
+
+    (result,) = dynamic.run(["layer_norm"], quick=True, rounds=1)
+    variants = result["variants"]
+    assert all(v["error"] is None for v in variants.values()), variants
+    assert variants["tinydynamo dynamic"]["compiles"] == 1  # one graph, kernels for every size
+    assert variants["tinydynamo specialised"]["compiles"] == len(result["sizes"])
+    assert "specialised / generic" in dynamic.to_markdown([result])

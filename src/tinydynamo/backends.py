@@ -12,7 +12,7 @@ import torch
 from .aot import aot_autograd, min_cut_rematerialization_partition, nop
 from .aot.symbolic import is_symbolic
 from .inductor import compile_fx_inner
-from .inductor.compile_fx import size_specialized
+from .inductor.compile_fx import compile_fx_symbolic
 from .prims import decomp_eager as run_prims_eagerly
 from .prims import decompose
 from ._logging import trace_artifact
@@ -64,10 +64,10 @@ def decomp_eager(gm: torch.fx.GraphModule, example_inputs):
 def inductor_compiler(gm: torch.fx.GraphModule, example_inputs):
     """One aten graph (forward or backward) → prims → loop IR → fused C++ kernels (chapters 7-10).
 
-    A graph with symbolic sizes is compiled once per distinct input sizes, for now
-    (``size_specialized``: inductor's code generators are static)."""
+    A graph with symbolic sizes gets kernels that take the sizes as arguments
+    (``compile_fx_symbolic``, chapter 12)."""
     if any(is_symbolic(value) for value in example_inputs):
-        return size_specialized(gm)
+        return compile_fx_symbolic(gm, example_inputs)
     return compile_fx_inner(decompose(gm, example_inputs), example_inputs)
 
 
@@ -85,8 +85,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs):
 
 
 # Backends whose compiled graph works for every size of a graph traced with symbolic sizes: AOT
-# autograd traces such a graph once with symbolic meta tensors (inductor then compiles its kernels
-# per size, ``inductor_compiler``).
+# autograd traces such a graph once with symbolic meta tensors, and inductor compiles kernels that
+# take the sizes as arguments (``inductor_compiler``).
 DYNAMIC_SHAPE_BACKENDS = {eager, aot_eager, decomp_eager, inductor}
 
 
@@ -136,7 +136,7 @@ def torch_compile_backend(gm: torch.fx.GraphModule, example_inputs):
     PyTorch's own Dynamo captures the graph; tinydynamo's most complete stack compiles it.
     Graphs with symbolic shapes, which Dynamo makes once a size changes (or with
     ``dynamic=True``), are traced once by AOT autograd for every size; inductor then compiles
-    their kernels per size (see ``inductor_compiler``). A graph that a layer cannot compile
+    kernels that take the sizes as arguments where it can (see ``inductor_compiler``). A graph that a layer cannot compile
     (``NotImplementedError``: complex tensors, an op whose aten composite reads a value) runs
     eagerly, with a warning that names it, as with tinydynamo's frontend.
     """

@@ -1,4 +1,4 @@
-"""Symbolic sizes: the ShapeEnv and its SymNode (book chapter 4, "Guards", section "Dynamic shapes").
+"""Symbolic sizes: the ShapeEnv and its SymNode (book chapter 12, "Dynamic shapes").
 
 PyTorch 2 compiles one graph for many sizes by tracing with sizes that are *symbols*. A tensor
 whose batch dimension is dynamic is traced as a meta tensor of shape ``(s0, 64)``; every op run
@@ -51,6 +51,10 @@ class FloorDiv(sympy.Function):
         quotient = sympy.cancel(base / divisor)
         if sympy.fraction(quotient)[1] == 1 and quotient.is_integer:
             return quotient
+        if divisor.is_positive and not divisor.is_Number:  # (q*d - 1) // d is q - 1 for d >= 1
+            quotient, remainder = sympy.div(base, divisor)
+            if remainder == -1 and quotient.is_integer:
+                return quotient - 1
         # (s0*s1*s2) // (4*s0) is (s1*s2) // 4: a factor common to both, never 0 (a product of
         # sizes), leaves the quotient, so its floor, unchanged.
         if base.is_polynomial() and divisor.is_polynomial() and not (base.has(sympy.Float) or divisor.has(sympy.Float)):
@@ -87,8 +91,8 @@ def to_python(expr, name_of):
         if denominator != 1:
             return f"{paren(numerator)} / {paren(denominator)}"
         return " * ".join(paren(a) for a in expr.args)
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
-        return f"{paren(expr.base)} ** {int(expr.exp)}"
+    if isinstance(expr, sympy.Pow):
+        return f"{paren(expr.base)} ** {paren(expr.exp)}"
     if isinstance(expr, FloorDiv):
         return f"{paren(expr.args[0])} // {paren(expr.args[1])}"
     if isinstance(expr, sympy.Mod):

@@ -119,7 +119,7 @@ def test_a_hidden_table_refuses_its_entries_and_comes_back():
     assert table == [operator.add, operator.sub] and lookup == {"+": operator.add}
 
 
-@pytest.mark.parametrize("name", ["checking", "a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09"])
+@pytest.mark.parametrize("name", ["checking", "a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09", "a10"])
 def test_course_modules_export_no_reference_answers(name):
     module = importlib.import_module(f"tinydynamo.course.{name}")
     assert not [attr for attr in vars(module) if attr.startswith("reference_")]

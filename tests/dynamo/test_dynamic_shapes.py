@@ -316,6 +316,19 @@ def test_a_transformers_decoder_over_twelve_sequence_lengths():
     assert tinydynamo.stats()["fallbacks"] == 0
 
 
+def test_a_transformers_decoder_gets_kernels_for_every_length():
+    """Inductor compiles GPT-2's kernels once, with the sequence length as an argument."""
+    model = REAL_MODELS["gpt2"].build()[0]
+    compiled = tinydynamo.compile(model, backend="inductor")
+    with torch.no_grad():
+        for n in [5, 7, 9, 13, 16]:
+            ids = torch.randint(0, 1000, (2, n))
+            torch.testing.assert_close(compiled(input_ids=ids).logits, model(input_ids=ids).logits)
+    stats = tinydynamo.stats()
+    assert stats["frames_compiled"] == 2  # the first length, then dynamic: as torch.compile
+    assert stats["size_specializations"] == 0 and stats.get("symbolic_fallbacks", 0) == 0
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_size_one_dimension_may_have_any_stride(backend):
     """Found by the fuzzer: x[:1] of a (3, n) tensor has stride (n, 1) where a fresh (1, n) has

@@ -47,7 +47,7 @@ VARIANTS = {  # name -> how to compile a module
     "decomp_eager": lambda m: tinydynamo.compile(m, backend="decomp_eager"),
     "inductor": lambda m: tinydynamo.compile(m, backend="inductor"),
     "torch.compile": lambda m: torch.compile(m, backend="tinydynamo", dynamic=False),
-    # every dimension of every input a size symbol from the first compile (chapter 4)
+    # every dimension of every input a size symbol from the first compile (chapter 12)
     "eager dynamic": lambda m: tinydynamo.compile(m, backend="eager", dynamic=True),
     "aot_eager dynamic": lambda m: tinydynamo.compile(m, backend="aot_eager", dynamic=True),
     "decomp_eager dynamic": lambda m: tinydynamo.compile(m, backend="decomp_eager", dynamic=True),

@@ -129,7 +129,7 @@ class SymbolicValues:
     def _emit(self, expr):
         if expr.is_Integer:
             return int(expr)
-        if expr.is_Float:
+        if expr.is_Float or expr.is_Rational:  # an exponent: attention's head_dim ** -0.5
             return float(expr)
         if expr in self.nodes:
             return self.nodes[expr]
@@ -166,7 +166,7 @@ class SymbolicValues:
 
     def _compute(self, expr):
         name = type(expr).__name__
-        if name not in _OPERATIONS or (name == "Pow" and not (expr.exp.is_Integer and expr.exp > 0)):
+        if name not in _OPERATIONS:
             raise SymbolicShapeError(f"tinydynamo: cannot compute the size expression {expr} "
                                       f"({name}) in a graph; unsupported")
         op = _OPERATIONS[name]

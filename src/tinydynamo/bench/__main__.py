@@ -1,12 +1,14 @@
-"""``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 12)."""
+"""``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 13)."""
 import argparse
+import datetime
+import json
 import os
 import sys
 import tempfile
 
 import torch
 
-from . import harness, report
+from . import dynamic, harness, report
 from .workloads import WORKLOADS
 
 
@@ -14,7 +16,10 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m tinydynamo.bench", description=__doc__)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (for the book and CI)")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated names: " + ", ".join(WORKLOADS))
+    parser.add_argument("--workloads", help="comma-separated names: " + ", ".join(WORKLOADS)
+                        + "; with --dynamic: " + ", ".join(dynamic.WORKLOADS))
+    parser.add_argument("--dynamic", action="store_true",
+                        help="the dynamic-shape benchmark: each workload over a sweep of sizes")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
     parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
     parser.add_argument("--warm-caches", action="store_true",
@@ -36,16 +41,33 @@ def main(argv=None):
     if args.device == "cuda" and not torch.cuda.is_available():
         print("No CUDA GPU is available on this machine: the GPU benchmark was not run.")
         return 0
-    names = [n for n in args.workloads.split(",") if n]
-    unknown = sorted(set(names) - set(WORKLOADS))
+    known = dynamic.WORKLOADS if args.dynamic else WORKLOADS
+    names = [n for n in (args.workloads or ",".join(known)).split(",") if n]
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        sys.exit(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+        sys.exit(f"unknown workload(s) {unknown}; known: {', '.join(known)}")
     if not args.warm_caches:
         cold_caches()
+    if args.dynamic:
+        return run_dynamic(names, args)
     copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
     data = report.to_json(report.environment(args.device, args.quick), copy_gbps, results)
     path = report.write(data, args.out)
     print(report.to_markdown(data))
+    print(f"\nresults written to {path} (and .md)")
+    return 0
+
+
+def run_dynamic(names, args):
+    results = dynamic.run(names, args.device, args.quick, args.rounds)
+    data = {"environment": report.environment(args.device, args.quick), "workloads": results}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"bench-dynamic-{args.device}-{datetime.date.today()}.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+    with open(path[:-len(".json")] + ".md", "w") as f:
+        f.write(dynamic.to_markdown(results) + "\n")
+    print(dynamic.to_markdown(results))
     print(f"\nresults written to {path} (and .md)")
     return 0
 

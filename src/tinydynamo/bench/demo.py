@@ -1,4 +1,4 @@
-"""``make demo``: the tiny GPT's training step through the whole tinydynamo stack (chapter 12).
+"""``make demo``: the tiny GPT's training step through the whole tinydynamo stack (chapter 13).
 
 Prints what each stage produced (the captured graph, its guards, the number of generated kernels
 and where their C++ source is), then times the training step against eager PyTorch, interleaved.

@@ -1,4 +1,4 @@
-"""Interleaved timing of eager, torch.compile and tinydynamo on the workloads (chapter 12).
+"""Interleaved timing of eager, torch.compile and tinydynamo on the workloads (chapter 13).
 
 Every variant of a workload is compiled and checked against eager first (the first call's time is
 reported as compile time). Then the variants take turns: in each round every variant runs a batch

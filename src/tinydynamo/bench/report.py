@@ -1,4 +1,4 @@
-"""Turning benchmark results into JSON and a markdown table (chapter 12)."""
+"""Turning benchmark results into JSON and a markdown table (chapter 13)."""
 import dataclasses
 import datetime
 import json

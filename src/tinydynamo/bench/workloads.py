@@ -1,4 +1,4 @@
-"""The benchmark's workloads (chapter 12): each builds its function and inputs for a device.
+"""The benchmark's workloads (chapter 13): each builds its function and inputs for a device.
 
 ``bytes_moved`` is the minimum memory traffic of a memory-bound workload (each input read once,
 each output written once); dividing it by the time gives the effective bandwidth, which is compared

@@ -641,7 +641,7 @@ def run_case(case, guards_for=None, categories=CATEGORIES):
         exec(case.setup, vars(module))
         original = getattr(module, case.target)
         # Sizes are specialised: a new shape must recompile under the learner's guards (the
-        # symbolic guards of automatic dynamic are the reference's, chapter 4's last section).
+        # symbolic guards of automatic dynamic are the reference's, chapter 12).
         compiled = tinydynamo.compile(original, backend="eager", dynamic=False)
         outcomes = []
         for statement in ["", *(statement for statement, _ in case.steps)]:

@@ -13,6 +13,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION")
+# A learner's repository (``make student-repo``) has no solutions/: its untouched release
+# notebooks, with the visible tests only, are the source that grading records the tests from.
+RELEASE_COPY = "course_release"
 
 
 @dataclasses.dataclass
@@ -24,16 +27,52 @@ class TestScore:
     message: str  # why it failed ("" when it passed)
 
 
+def course_source(root=REPO):
+    """solutions/ in the instructor's repository, the untouched releases in a learner's."""
+    solutions = Path(root) / "solutions"
+    return solutions if solutions.is_dir() else Path(root) / RELEASE_COPY
+
+
 def assignment_names(root=REPO):
-    return sorted(p.name for p in (Path(root) / "solutions").iterdir() if p.is_dir())
+    return sorted(p.name for p in course_source(root).iterdir() if p.is_dir())
 
 
 def scratch_course(tmp, root=REPO):
-    """A copy of the course source in ``tmp`` where nbgrader may write freely."""
+    """A copy of the course source in ``tmp`` where nbgrader may write freely. From a learner's
+    repository, test cells that are hidden tests only are left ungraded (``hidden_only_tests``)."""
     tmp = Path(tmp)
     shutil.copy(Path(root) / "nbgrader_config.py", tmp / "nbgrader_config.py")
-    shutil.copytree(Path(root) / "solutions", tmp / "solutions")
+    shutil.copytree(course_source(root), tmp / "solutions")
+    if course_source(root).name == RELEASE_COPY:
+        for notebook in (tmp / "solutions").glob("*/*.ipynb"):
+            ungrade_hidden_only_tests(notebook)
     return tmp
+
+
+def _is_hidden_only(cell):
+    """A release's test cell whose tests were all hidden: comments at most, nothing that checks."""
+    code = [line for line in "".join(cell["source"]).splitlines() if line.strip() and not line.strip().startswith("#")]
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade") and not code
+
+
+def hidden_only_tests(assignment, root=REPO):
+    """In a learner's repository, the test cells that only the instructor's grading runs."""
+    if course_source(root).name != RELEASE_COPY:
+        return []
+    return [cell["metadata"]["nbgrader"]["grade_id"]
+            for notebook in sorted((course_source(root) / assignment).glob("*.ipynb"))
+            for cell in json.loads(notebook.read_text())["cells"] if _is_hidden_only(cell)]
+
+
+def ungrade_hidden_only_tests(notebook):
+    """Make the hidden-only test cells of a notebook file read-only cells without points."""
+    content = json.loads(notebook.read_text())
+    for cell in content["cells"]:
+        if _is_hidden_only(cell):
+            meta = cell["metadata"]["nbgrader"]
+            meta.update(grade=False, locked=True)
+            meta.pop("points", None)
+    notebook.write_text(json.dumps(content, indent=1))
 
 
 def nbgrader(course, *args, timeout=None):

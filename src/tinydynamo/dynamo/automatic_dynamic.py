@@ -1,4 +1,4 @@
-"""Which dimensions are traced as symbols (book chapter 4, "Dynamic shapes").
+"""Which dimensions are traced as symbols (book chapter 12, "Dynamic shapes").
 
 torch.compile's policy, which tinydynamo follows:
 

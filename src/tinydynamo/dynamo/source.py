@@ -144,7 +144,7 @@ class DictGetItemSource(GetItemSource):
 
 @dataclasses.dataclass(frozen=True)
 class SizeSource(Source):
-    """``base.size()[dim]``: a tensor's size, which a size symbol stands for (chapter 4,
+    """``base.size()[dim]``: a tensor's size, which a size symbol stands for (chapter 12,
     "Dynamic shapes"). Guards read symbols' values from these sources."""
 
     base: Source

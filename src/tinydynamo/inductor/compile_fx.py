@@ -19,8 +19,10 @@ Outputs have eager's strides: an output is contiguous unless eager lays it out o
 (``x.t() * 2`` is laid out like ``x.t()``, see ``GraphLowering``), and an output which is a view
 (of an input or of another output) is returned as that view.
 
-Aten graphs with symbolic sizes are, for now, compiled once per distinct sizes
-(``size_specialized``): the loop IR and the C++ and Triton generators are static.
+Aten graphs with symbolic sizes (chapter 12) are compiled once for every size by
+``compile_fx_symbolic``: the loop IR holds SymbolicSizes, and the C++ kernels take the size
+symbols as arguments. Where that is not possible (Triton's generator is static still, or a stage
+needs a concrete size), they are compiled once per distinct sizes (``size_specialized``).
 """
 import warnings
 
@@ -29,7 +31,7 @@ import torch
 from .. import config
 from .._logging import trace_artifact
 from ..prims import decompose
-from ..symbolic_shapes import SizeSpecializations
+from ..symbolic_shapes import SizeSpecializations, SymbolicShapeError
 from ..utils import compile_lock, counters
 from . import codecache
 from .codegen.cpp import CppScheduling
@@ -59,7 +61,7 @@ def generate_code(gm, example_inputs):
     """Lower, schedule and generate C++: returns (GraphLowering, Scheduler, CppModule)."""
     graph = GraphLowering(gm).run(*example_inputs)
     scheduler = Scheduler(graph)
-    module = CppScheduling(scheduler, buffer_dtypes(graph)).codegen()
+    module = CppScheduling(scheduler, buffer_dtypes(graph), [s.name for s in graph.sizevars.symbols]).codegen()
     counters["kernels_generated"] += module.kernel_count
     trace_artifact("kernels", lambda: module.source)
     return graph, scheduler, module
@@ -89,19 +91,20 @@ def generate_triton_code(gm, example_inputs, device):
 
     graph = GraphLowering(gm, device.type).run(*example_inputs)
     scheduler = Scheduler(graph)
-    kernels = TritonScheduling(scheduler, buffer_dtypes(graph)).codegen()
+    symbols = [s.name for s in graph.sizevars.symbols]
+    kernels = TritonScheduling(scheduler, buffer_dtypes(graph), symbols).codegen()
     sources = [k.source for ks in kernels.values() for k in ks]
     counters["kernels_generated"] += len(sources)
     trace_artifact("kernels", lambda: "\n".join(sources))
     return graph, scheduler, kernels
 
 
-def compile_graph_triton(gm, example_inputs, device):
+def compile_graph_triton(gm, example_inputs, device, fallback=None):
     """compile_graph's Triton path: returns ``call(args)``, which launches Triton kernels."""
     from .codegen.triton_wrapper import TritonWrapperCodeGen
 
     graph, scheduler, kernels = generate_triton_code(gm, example_inputs, device)
-    call, source = TritonWrapperCodeGen(graph, scheduler, kernels, device).compile()
+    call, source = TritonWrapperCodeGen(graph, scheduler, kernels, device, fallback=fallback).compile()
     trace_artifact("kernels", lambda: source)
     return call
 
@@ -113,14 +116,16 @@ def buffer_dtypes(graph):
     return dtypes
 
 
-def compile_graph(gm, example_inputs):
-    """Compile for one set of input strides; returns ``call(args)``."""
+def compile_graph(gm, example_inputs, fallback=None):
+    """Compile for one set of input strides; returns ``call(args)``. With symbolic sizes in the
+    example inputs, ``call`` checks each call's sizes against its guards, and runs
+    ``fallback(args)`` for those that fail them."""
     device = graph_device(gm, example_inputs)
     if uses_triton(device):
-        return compile_graph_triton(gm, example_inputs, device)
+        return compile_graph_triton(gm, example_inputs, device, fallback)
     graph, scheduler, module = generate_code(gm, example_inputs)
     library = codecache.load(module.source) if module.segments else None
-    call, source = WrapperCodeGen(graph, scheduler, module, library).compile()
+    call, source = WrapperCodeGen(graph, scheduler, module, library, fallback).compile()
     trace_artifact("kernels", lambda: source)
     return call
 
@@ -210,3 +215,24 @@ def size_specialized(gm):
     traces it once; only the kernels are specialised.
     """
     return SizeSpecializations(lambda args: _StaticVariant(gm, args))
+
+
+def compile_fx_symbolic(gm, example_inputs):
+    """An aten graph traced with symbolic sizes, compiled once for every size (chapter 12).
+
+    It is decomposed with its symbolic example inputs, so the prim graph computes its sizes from
+    the symbols, and lowered with sizes that are SymbolicSizes: the C++ kernels take the symbols
+    as arguments. The guards that the generated code relies on are checked on each call, and a
+    call that fails them, like a graph that cannot be compiled symbolically (SymbolicShapeError),
+    gets kernels compiled for its own sizes (``size_specialized``). Triton kernels take the
+    sizes as arguments too, and choose their block sizes per size bucket.
+    """
+    per_size = size_specialized(gm)
+    try:
+        call = compile_graph(decompose(gm, example_inputs), example_inputs,
+                             fallback=lambda args: per_size(*args))
+    except SymbolicShapeError as error:
+        counters["symbolic_fallbacks"] += 1
+        trace_artifact("dynamic", lambda: f"inductor compiles this graph once per size: {error}")
+        return per_size
+    return lambda *args: call(list(args))

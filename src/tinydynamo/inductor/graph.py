@@ -17,6 +17,7 @@ from ..prims.primitives import Prim
 from . import ir
 from .indexing import contiguous_strides
 from .lowering import lowerings
+from .sizevars import SizeVarAllocator, is_size
 from .virtualized import V
 
 # Realize a value read by several consumers when recomputing it per element costs more than
@@ -36,7 +37,10 @@ class GraphLowering(torch.fx.Interpreter):
     def __init__(self, gm, device_type="cpu"):
         super().__init__(gm, garbage_collect_values=False)
         self.device_type = device_type
+        self.sizevars = SizeVarAllocator()  # the size symbols, and the guards on them
         self.graph_inputs = []  # InputBuffers, in argument order
+        self.arg_names = []  # every argument's name, in order: InputBuffers' and sizes'
+        self.size_args = {}  # name -> the size (an int or a SymbolicSize) of each int argument
         self.buffers = []  # ComputedBuffers, ExternKernels and MultiOutputs, in program order
         self.constants = {}  # ConstantBuffer name -> tensor
         self.graph_outputs = None  # the output structure, with realized IR values
@@ -44,11 +48,12 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node = None  # the FX node being lowered
         self._uses = _count_uses(gm.graph)
         self._needs_buffer = _needs_buffer(gm.graph)
-        self._output_strides = _original_output_strides(gm.graph)
+        self._output_strides = _original_output_strides(gm.graph, self.sizevars.convert)
 
     def run(self, *example_inputs):
         for i, x in enumerate(example_inputs):
-            check_tensor(f"graph input {i}", x, self.device_type)
+            if not is_size(self.sizevars.convert(x)):
+                check_tensor(f"graph input {i}", x, self.device_type)
         super().run(*example_inputs)
         trace_artifact("ir", self.format_ir)
         return self
@@ -57,6 +62,8 @@ class GraphLowering(torch.fx.Interpreter):
         if node.op == "placeholder":
             return self._input(node, next(self.args_iter))
         self.current_node = node
+        if node.op == "call_function" and _is_size_value(node.meta.get("val")):
+            return self.sizevars.convert(node.meta["val"])  # sym_size, s0 * s1: a size, computed here
         value = super().run_node(node)
         if node.op != "call_function":
             return value
@@ -71,11 +78,20 @@ class GraphLowering(torch.fx.Interpreter):
     # ------------------------------------------------------------------ node kinds
 
     def _input(self, node, example):
-        name = f"arg{len(self.graph_inputs)}_{_c_identifier(node.name)}"
-        layout = ir.Layout(example.dtype, example.shape, example.stride())
-        buffer = ir.InputBuffer(name, layout)
+        name = f"arg{len(self.arg_names)}_{_c_identifier(node.name)}"
+        self.arg_names.append(name)
+        size = self.sizevars.convert(example)
+        if is_size(size):
+            self.size_args[name] = size
+            return size
+        buffer = ir.InputBuffer(name, self.layout_of(example))
         self.graph_inputs.append(buffer)
         return buffer
+
+    def layout_of(self, tensor):
+        """The Layout of a (meta) tensor, its symbolic sizes and strides as SymbolicSizes."""
+        convert = self.sizevars.convert
+        return ir.Layout(tensor.dtype, convert(tuple(tensor.shape)), convert(tuple(tensor.stride())))
 
     def get_attr(self, target, args, kwargs):
         value = self.fetch_attr(target)
@@ -134,8 +150,8 @@ class GraphLowering(torch.fx.Interpreter):
         return cost > REALIZE_COST_THRESHOLD or loads > REALIZE_READS_THRESHOLD
 
     def _realize_output(self, value):
-        if value is None:
-            return None
+        if value is None or is_size(value):  # a size the caller receives (for the backward)
+            return value
         if not isinstance(value, ir.IRNode):
             raise NotImplementedError(f"inductor: graph output {value!r} is not a tensor")
         value = self.realize(value)
@@ -147,7 +163,8 @@ class GraphLowering(torch.fx.Interpreter):
     def output_names(self):
         """Names of the buffers that the graph's outputs are (or are views of)."""
         names = []
-        _map(lambda v: names.append(_storage(v).name) if v is not None else None, self.graph_outputs)
+        _map(lambda v: names.append(_storage(v).name) if isinstance(v, ir.IRNode) else None,
+             self.graph_outputs)
         return names
 
     def extern_kernel(self, kernel, name, args, kwargs):
@@ -164,11 +181,11 @@ class GraphLowering(torch.fx.Interpreter):
         if isinstance(meta, torch.Tensor):
             check_tensor(f"output of {name}", meta, self.device_type)
             return self.register_buffer(
-                lambda buf: ir.ExternKernel(buf, _layout_of(meta), kernel, args, kwargs, name))
+                lambda buf: ir.ExternKernel(buf, self.layout_of(meta), kernel, args, kwargs, name))
         parent = self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs, name))
         return tuple(
             None if m is None else self.register_buffer(
-                lambda buf, m=m, i=i: ir.MultiOutput(buf, _layout_of(m), parent, i))
+                lambda buf, m=m, i=i: ir.MultiOutput(buf, self.layout_of(m), parent, i))
             for i, m in enumerate(meta))
 
     def format_ir(self):
@@ -215,7 +232,7 @@ def _needs_buffer(graph):
     return needs
 
 
-def _original_output_strides(graph):
+def _original_output_strides(graph, convert):
     """Output node -> the strides eager gives it, where they are a permutation of contiguous
     strides other than contiguous itself (``x.t() * 2`` is laid out like ``x.t()``): a caller
     can ``.view`` an output as it can eager's only if they are the same. ``decompose`` records
@@ -229,7 +246,7 @@ def _original_output_strides(graph):
     for node, stride in zip(tree_leaves(output.args[0]), strides):
         if not isinstance(node, torch.fx.Node) or stride is None:
             continue
-        size = node.meta["val"].shape
+        size, stride = convert(tuple(node.meta["val"].shape)), convert(tuple(stride))
         dense = dense_strides(size, memory_order(stride))
         if _same_strides(size, stride, dense) and not _same_strides(size, dense, contiguous_strides(size)):
             found[node] = dense
@@ -326,8 +343,8 @@ def _storage(value):
     return value.data if isinstance(value, ir.ReinterpretView) else value
 
 
-def _layout_of(meta):
-    return ir.Layout(meta.dtype, meta.shape, meta.stride())
+def _is_size_value(value):
+    return isinstance(value, (torch.SymInt, torch.SymFloat)) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _c_identifier(name):

@@ -1,19 +1,26 @@
 """Index expressions: the integer arithmetic that says where a loop reads and writes (chapter 8).
 
 TorchInductor writes indices as sympy expressions. Ours are a tiny, fast stand-in with exactly
-what a loop nest over static shapes needs:
+what a loop nest needs:
 
 * :class:`Var`: a loop variable ``x0``, ``r0`` that runs over ``0 .. size-1`` (or, for an
   *indirect* variable, a value loaded from an index tensor, known to be in that range);
-* :class:`Expr`: ``c0 + c1*a1 + c2*a2 + ...`` with integer coefficients, where each atom ``a`` is
-  a variable, a :class:`FloorDiv` ``(e // d)`` or a :class:`ModularIndexing` ``(e % d)``.
+* :class:`Expr`: ``c0 + c1*a1 + c2*a2 + ...`` whose coefficients are sizes, where each atom
+  ``a`` is a variable, a :class:`FloorDiv` ``(e // d)`` or a :class:`ModularIndexing` ``(e % d)``.
+
+A size is an int, or with dynamic shapes a ``SymbolicSize`` such as ``s1`` (chapter 12): the
+same code then builds ``s1*x0 + x1``. A simplification that depends on sizes is made only when it
+holds for every size (``known``), so simplifying never adds a guard.
 
 Every operation simplifies using the ranges of the variables, so that the ``//`` and ``%`` that
 views introduce disappear when they are no-ops: reading a ``[4, 8]`` buffer through a flat index
 ``i`` gives ``(i // 8) * 8 + (i % 8)``, which simplifies back to ``i``.
 """
-import math
 import re
+
+import sympy
+
+from .sizevars import is_size, known, size_gcd, structural_key
 
 
 class _Atom:
@@ -50,7 +57,7 @@ class Var(_Atom):
         self.name = name
         self.size = size
         self.indirect = indirect  # its value is computed in the kernel (gather), not a loop counter
-        self._key = (0, _natural_key(name), size)
+        self._key = (0, _natural_key(name), structural_key(size))
 
     def bounds(self):
         return 0, max(self.size - 1, 0)
@@ -78,7 +85,7 @@ class FloorDiv(_Atom):
     def __init__(self, numerator, divisor):
         self.numerator = numerator
         self.divisor = divisor
-        self._key = (1, str(numerator), divisor)
+        self._key = (1, str(numerator), structural_key(divisor))
 
     def bounds(self):
         lo, hi = self.numerator.bounds()
@@ -88,8 +95,7 @@ class FloorDiv(_Atom):
         return self._key
 
     def __eq__(self, other):
-        return (isinstance(other, FloorDiv) and self.divisor == other.divisor
-                and self.numerator == other.numerator)
+        return isinstance(other, FloorDiv) and self._key == other._key and self.numerator == other.numerator
 
     def __hash__(self):
         return hash((1, self.numerator, self.divisor))
@@ -110,7 +116,7 @@ class ModularIndexing(_Atom):
     def __init__(self, numerator, divisor):
         self.numerator = numerator
         self.divisor = divisor
-        self._key = (2, str(numerator), divisor)
+        self._key = (2, str(numerator), structural_key(divisor))
 
     def bounds(self):
         lo, hi = self.numerator.bounds()
@@ -122,7 +128,7 @@ class ModularIndexing(_Atom):
         return self._key
 
     def __eq__(self, other):
-        return (isinstance(other, ModularIndexing) and self.divisor == other.divisor
+        return (isinstance(other, ModularIndexing) and self._key == other._key
                 and self.numerator == other.numerator)
 
     def __hash__(self):
@@ -159,10 +165,10 @@ class Expr:
 
     @staticmethod
     def of(value):
-        """An Expr for an int, an atom or an Expr."""
+        """An Expr for a size (an int or a SymbolicSize), an atom or an Expr."""
         if isinstance(value, Expr):
             return value
-        if isinstance(value, int):
+        if is_size(value):
             return Expr((), value)
         return Expr(((value, 1),), 0)
 
@@ -187,7 +193,7 @@ class Expr:
         return Expr.of(other) - self
 
     def __mul__(self, factor):
-        assert isinstance(factor, int), f"index expressions are affine: cannot multiply by {factor!r}"
+        assert is_size(factor), f"index expressions are affine: cannot multiply by {factor!r}"
         if factor == 0:
             return Expr()
         return Expr(tuple((a, c * factor) for a, c in self.terms), self.const * factor)
@@ -251,7 +257,7 @@ class Expr:
     # ------------------------------------------------------------------ identity and printing
 
     def __eq__(self, other):
-        if isinstance(other, int):
+        if is_size(other):
             return not self.terms and self.const == other
         return isinstance(other, Expr) and self.terms == other.terms and self.const == other.const
 
@@ -317,8 +323,8 @@ def _split(expr, divisor):
 def _common_factor(expr, divisor):
     g = divisor
     for _, c in expr.terms:
-        g = math.gcd(g, c)
-    return math.gcd(g, expr.const)
+        g = size_gcd(g, c)
+    return size_gcd(g, expr.const)
 
 
 def _divide_exactly(expr, g):
@@ -328,15 +334,15 @@ def _divide_exactly(expr, g):
 def floordiv(expr, divisor):
     """``expr // divisor``, simplified using the variables' ranges."""
     expr = Expr.of(expr)
-    assert isinstance(divisor, int) and divisor > 0, divisor
+    assert is_size(divisor) and divisor > 0, divisor
     if divisor == 1:
         return expr
     quotient, rest = _split(expr, divisor)
     lo, hi = rest.bounds()
-    if lo // divisor == hi // divisor:  # the remainder part never crosses a multiple of divisor
+    if known(sympy.Eq, lo // divisor, hi // divisor):  # the remainder never crosses a multiple of divisor
         return quotient + lo // divisor
     g = _common_factor(rest, divisor)
-    if g > 1:
+    if known(sympy.Gt, g, 1):
         rest, divisor = _divide_exactly(rest, g), divisor // g
     if len(rest.terms) == 1 and rest.const == 0 and rest.terms[0][1] == 1 \
             and isinstance(rest.terms[0][0], FloorDiv):  # (e // a) // b == e // (a*b)
@@ -348,15 +354,15 @@ def floordiv(expr, divisor):
 def mod(expr, divisor):
     """``expr % divisor`` (Python's modulo), simplified using the variables' ranges."""
     expr = Expr.of(expr)
-    assert isinstance(divisor, int) and divisor > 0, divisor
+    assert is_size(divisor) and divisor > 0, divisor
     if divisor == 1:
         return Expr()
     _, rest = _split(expr, divisor)
     lo, hi = rest.bounds()
-    if 0 <= lo and hi < divisor:
+    if known(sympy.Ge, lo, 0) and known(sympy.Lt, hi, divisor):
         return rest
     g = _common_factor(rest, divisor)
-    if g > 1:
+    if known(sympy.Gt, g, 1):
         return mod(_divide_exactly(rest, g), divisor // g) * g
     return Expr.of(ModularIndexing(rest, divisor))
 

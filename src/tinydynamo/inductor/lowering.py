@@ -9,11 +9,13 @@ Reduction for reductions, a view (ReinterpretView or GenericView) for views. As 
 Prims in ``EXTERN_PRIMS`` have no lowering on purpose: the wrapper calls their eager ``impl``
 as an extern kernel (``graph.py`` builds those).
 """
+import sympy
 import torch
 
 from ..prims.primitives import view_strides
 from . import ir
 from .indexing import Expr, flatten, unflatten
+from .sizevars import known
 from .virtualized import ops
 
 lowerings = {}
@@ -161,11 +163,17 @@ def permute(x, dims):
     return _view(x, size, layout_fn, lambda index: [index[i] for i in inverse])
 
 
+def _is_broadcast(old_size, new_size):
+    """An input dim is broadcast if it has size 1 and the output's has another (the prims
+    guarantee that an input dim of another size is the output's size)."""
+    return not known(sympy.Eq, old_size, new_size) and old_size == 1
+
+
 @register_lowering("broadcast_in_dim")
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     old = x.get_size()
     # input dim k is read at output dim broadcast_dimensions[k], or at 0 where it is broadcast
-    source = [bd if old[k] == shape[bd] else None for k, bd in enumerate(broadcast_dimensions)]
+    source = [None if _is_broadcast(old[k], shape[bd]) else bd for k, bd in enumerate(broadcast_dimensions)]
 
     def layout_fn(layout):
         stride = [0] * len(shape)

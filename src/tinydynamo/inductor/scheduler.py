@@ -23,9 +23,12 @@ need memory at all: they become a scalar or a small per-row array in the generat
 """
 import math
 
+import sympy
+
 from .._logging import trace_artifact
 from . import ir
 from .dependencies import StarDep, extern_read_writes, extract_read_writes
+from .sizevars import known
 
 # A local buffer lives on the stack of each thread; larger ones stay in the workspace.
 LOCAL_BUFFER_MAX_BYTES = 64 * 1024
@@ -106,7 +109,7 @@ class FusedSchedulerNode:
 
 def common_prefix_length(a, b):
     n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
+    while n < min(len(a), len(b)) and known(sympy.Eq, a[n], b[n]):
         n += 1
     return n
 
@@ -121,7 +124,7 @@ def read_is_within_iteration(writer, dep, depth):
     read = dep.index
     if read.vars_inside_atoms() & set(outer):
         return False
-    if any(read.coefficient(v) != write.coefficient(v) for v in outer):
+    if not all(known(sympy.Eq, read.coefficient(v), write.coefficient(v)) for v in outer):
         return False
     zero_outer = {v: 0 for v in outer}
     lo, hi = read.subs(zero_outer).bounds()
@@ -209,7 +212,7 @@ class Scheduler:
         """The number of outer loops the fused kernel would have, or 0 if fusion is not allowed."""
         depth = common_prefix_length(kernel.outer, node.ranges)
         single_iteration = math.prod(kernel.outer[:depth]) == 1
-        if single_iteration and max(math.prod(kernel.outer), math.prod(node.ranges)) > 1:
+        if single_iteration and (math.prod(kernel.outer) > 1 or math.prod(node.ranges) > 1):
             depth = 0  # one outer iteration: the fused bodies would all run on one thread
         if depth == 0:
             self.decisions.append(f"not fusing {node.name} with {kernel.output_names()}: "
@@ -262,6 +265,8 @@ class Scheduler:
                 if node.name in outputs or node.name in kernel.local_buffers:
                     continue
                 nbytes = node.buffer.layout.storage_size() * node.buffer.get_dtype().itemsize
+                if not isinstance(nbytes, int):  # a symbolic size: the wrapper allocates it per call
+                    continue
                 offsets[node.name] = allocator.allocate(node.name, nbytes)
                 allocator.free_after(node.name, max(readers.get(node.name, {pos})))
             allocator.release(pos)

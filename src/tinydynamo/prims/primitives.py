@@ -438,7 +438,8 @@ def _iota(length, *, start, step, dtype, device):
 
 def _iota_meta(length, *, start, step, dtype, device):
     _check_dtype("iota", dtype, NUMBER)
-    _check(not dtype.is_floating_point and isinstance(start, int) and isinstance(step, int),
+    _check(not dtype.is_floating_point and isinstance(start, (int, torch.SymInt))
+           and isinstance(step, (int, torch.SymInt)),
            "prims.iota makes integer tensors; convert afterwards")
     return _meta([length], dtype)
 

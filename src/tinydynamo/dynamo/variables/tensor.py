@@ -141,7 +141,7 @@ class TensorVariable(VariableTracker):
 
 
 class SymNodeVariable(VariableTracker):
-    """A number computed from symbolic sizes: ``x.shape[0]``, ``n * 2``, ``x.numel()`` (chapter 4,
+    """A number computed from symbolic sizes: ``x.shape[0]``, ``n * 2``, ``x.numel()`` (chapter 12,
     "Dynamic shapes"). ``sym`` is its ``torch.SymInt`` (SymFloat, SymBool): an expression over
     the ShapeEnv's symbols with the value it had when traced; ``proxy`` is the graph node that
     computes it, so the graph works for every size.

@@ -10,7 +10,10 @@ import contextlib
 import itertools
 import math
 
+import sympy
+
 from ..indexing import Expr, Var, unflatten
+from ..sizevars import known
 
 
 class IndentedBuffer:
@@ -120,6 +123,6 @@ def _can_merge(outer, inner, exprs):
     for expr in exprs:
         if {outer, inner} & expr.vars_inside_atoms():
             return False
-        if expr.coefficient(outer) != expr.coefficient(inner) * inner.size:
+        if not known(sympy.Eq, expr.coefficient(outer), expr.coefficient(inner) * inner.size):
             return False
     return True

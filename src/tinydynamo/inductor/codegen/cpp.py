@@ -27,6 +27,7 @@ The kernel class is the ops handler its loop bodies run under: ``ops.exp(x)`` be
 """
 import contextlib
 import math
+import re
 import typing
 
 import numpy as np
@@ -36,6 +37,7 @@ from ..codecache import prelude
 from ..dependencies import MemoryDep
 from ..indexing import Expr, Var, contiguous_strides
 from ..scheduler import FusedSchedulerNode
+from ..sizevars import SymbolicSize, same_sizes, size_max
 from ..virtualized import V
 from .common import CSEVariable, IndentedBuffer, Kernel, simplify_loops
 
@@ -102,6 +104,47 @@ def _p(x):
     """Parenthesize a negative literal operand."""
     text = str(x)
     return f"({text})" if text.startswith("-") else text
+
+
+def parallel_clause(outer, work):
+    """Whether to run ``outer`` iterations of ``work`` elements each in parallel: "" (yes), None
+    (no), or, when the sizes are symbolic, the OpenMP clause `` if(...)`` that decides at run
+    time: a heuristic needs no guard."""
+    if not outer > 1:
+        return None
+    total = outer * work
+    if isinstance(total, int):
+        return "" if total >= PARALLEL_MIN_ELEMENTS else None
+    return f" if({total} >= {PARALLEL_MIN_ELEMENTS})"
+
+
+_PARALLEL_IF = re.compile(r" if\((.*)\)$")
+
+
+def branch_on_parallelism(lines):
+    """A kernel whose parallelism depends on symbolic sizes (``omp parallel for if(s0 >= 32768)``)
+    becomes two copies of its loops, parallel and serial, chosen at run time: an OpenMP ``if``
+    clause that is false still starts a team of threads, which costs more than a small loop."""
+    conditions = {match.group(1) for line in lines if (match := _PARALLEL_IF.search(line))}
+    if len(conditions) != 1:
+        return lines
+    condition = conditions.pop()
+    parallel = [line.replace(f" if({condition})", "") for line in lines]
+    indent = lambda block: ["  " + line if line else line for line in block]  # noqa: E731
+    return [f"if ({condition}) {{", *indent(parallel), "} else {", *indent(serial_loops(parallel)), "}"]
+
+
+def serial_loops(lines):
+    """``lines`` with their parallel pragmas made serial: a ``parallel for simd`` loop stays a
+    simd loop, a ``parallel for`` loop becomes a plain loop."""
+    serial = []
+    for line in lines:
+        if "#pragma omp parallel for" in line:
+            if "simd" not in line:
+                continue
+            line = line.replace("parallel for simd", "simd")
+        serial.append(line)
+    return serial
 
 
 def _is_float(x):
@@ -345,11 +388,12 @@ def _node_exprs(node):
 class CppKernel(Kernel):
     """Generates one C++ function for a FusedSchedulerNode; the ops handler of its bodies."""
 
-    def __init__(self, name, fused, dtypes):
+    def __init__(self, name, fused, dtypes, size_params=()):
         super().__init__()
         self.name = name
         self.fused = fused
         self.dtypes = dtypes  # buffer name -> dtype, for every buffer of the graph
+        self.size_params = list(size_params)  # the size symbols, int64_t arguments
         self.local = fused.local_buffers
         self.outer_vars = []
         self.args = {}  # buffer name -> True if written; in order of first use
@@ -381,6 +425,8 @@ class CppKernel(Kernel):
         self.body.writeline(f"{name}[{index}] = {store_expr(dtype, value)};")
 
     def constant(self, value, dtype):
+        if isinstance(value, SymbolicSize):  # a size used as a number (a mean divides by it)
+            return CSEVariable(f"static_cast<{compute_ctype(dtype)}>({value})", dtype)
         literal = CSEVariable(cpp_literal(value, dtype), dtype)
         literal.value = value
         return literal
@@ -459,8 +505,8 @@ class CppKernel(Kernel):
 
     def _parallel(self, bodies):
         outer = math.prod(v.size for v in self.outer_vars)
-        work = max(math.prod(v.size for v in b.inner_vars + b.reduction_vars) for b in bodies)
-        return outer > 1 and outer * work >= PARALLEL_MIN_ELEMENTS
+        work = size_max(math.prod(v.size for v in b.inner_vars + b.reduction_vars) for b in bodies)
+        return parallel_clause(outer, work)
 
     def _outer_pragmas(self, bodies):
         """Pragmas for the outer loops: parallel over the outermost; when no body has loops of
@@ -468,12 +514,14 @@ class CppKernel(Kernel):
         n = len(self.outer_vars)
         pragmas = [None] * n
         simd_outer = all(not b.inner_vars and not b.reduction_vars for b in bodies)
-        if n and self._parallel(bodies):
+        clause = self._parallel(bodies) if n else None
+        if clause is not None:
             parallel_loops = n - 1 if simd_outer else n
             if parallel_loops == 0:
-                pragmas[0] = "#pragma omp parallel for simd"
+                pragmas[0] = "#pragma omp parallel for simd" + clause
                 return pragmas
-            pragmas[0] = "#pragma omp parallel for" + (f" collapse({parallel_loops})" if parallel_loops > 1 else "")
+            pragmas[0] = ("#pragma omp parallel for" + (f" collapse({parallel_loops})" if parallel_loops > 1 else "")
+                          + clause)
         if n and simd_outer:
             pragmas[-1] = "#pragma omp simd"
         return pragmas
@@ -525,10 +573,10 @@ class CppKernel(Kernel):
         if rtype in ("max", "min") and body.node.buffer.data.src_dtype == torch.bool:
             op = "||" if rtype == "max" else "&&"
         clause = f"reduction({op}:{acc})" + (f" reduction(|:{acc}_nan)" if tracks_nan else "")
-        size = math.prod(v.size for v in body.reduction_vars)
-        if full_reduction and size >= PARALLEL_MIN_ELEMENTS:
+        parallel = parallel_clause(math.prod(v.size for v in body.reduction_vars), 1) if full_reduction else None
+        if parallel is not None:
             collapse = f" collapse({n})" if n > 1 else ""
-            pragmas[0] = f"#pragma omp parallel for simd{collapse} {clause}"
+            pragmas[0] = f"#pragma omp parallel for simd{collapse} {clause}{parallel}"
         else:
             pragmas[-1] = f"#pragma omp simd {clause}"
         return pragmas
@@ -559,16 +607,20 @@ class CppKernel(Kernel):
         """
         nodes = self.fused.nodes
         first = nodes[0]
-        if not first.ranges or self.fused.outer != first.ranges or not first.rindex or 0 in first.ranges:
+        if not first.ranges or not same_sizes(self.fused.outer, first.ranges) or not first.rindex \
+                or 0 in first.ranges:
             return None  # (no output element: nothing to tile)
         names = {n.name for n in nodes}
-        if any(not n.is_reduction() or n.ranges != first.ranges or n.reduction_ranges != first.reduction_ranges
+        if any(not n.is_reduction() or not same_sizes(n.ranges, first.ranges)
+               or not same_sizes(n.reduction_ranges, first.reduction_ranges)
                or n.read_names() & names for n in nodes):
             return None
         column, row = first.index[-1], first.rindex[-1]
         reads = [d.index for n in nodes for d in n.read_writes.reads if isinstance(d, MemoryDep)]
         if not any(e.coefficient(column) == 1 for e in reads) or any(e.coefficient(row) == 1 for e in reads):
             return None
+        if isinstance(column.size, SymbolicSize):
+            return None  # a tile must divide the columns: only for a static number of columns
         return next((t for t in (column.size, 512, 256, 128, 64, 32, 16)
                      if t <= 512 and column.size % t == 0), None)
 
@@ -586,11 +638,11 @@ class CppKernel(Kernel):
         rindex = [reduction_map[v] for v in first.rindex]
         accumulators = [self.new_name("acc") for _ in nodes]
         work = math.prod(v.size for v in reduction_vars) * tile
-        parallel = math.prod(v.size for v in self.outer_vars) > 1 and \
-            math.prod(v.size for v in self.outer_vars) * work >= PARALLEL_MIN_ELEMENTS
+        parallel = parallel_clause(math.prod(v.size for v in self.outer_vars), work)
         pragmas = [None] * len(self.outer_vars)
-        if parallel:
-            pragmas[0] = "#pragma omp parallel for" + (f" collapse({len(pragmas)})" if len(pragmas) > 1 else "")
+        if parallel is not None:
+            pragmas[0] = ("#pragma omp parallel for" + (f" collapse({len(pragmas)})" if len(pragmas) > 1 else "")
+                          + parallel)
         with contextlib.ExitStack() as outer_loops:
             self._loops(outer_loops, self.outer_vars, pragmas)
             for node, acc in zip(nodes, accumulators):
@@ -658,12 +710,13 @@ class CppKernel(Kernel):
         else:
             self._rows_and_pointwise()
         params = ", ".join([self.param(name) for name in self.args]
+                           + [f"const int64_t {s}" for s in self.size_params]
                            + ([f"int* __restrict__ {ERROR_FLAG}"] if self.reports_errors() else []))
         header = [f"// {self.name}: " + "; ".join(n.describe() for n in self.fused.nodes),
                   f"static void {self.name}({params}) {{"]
         code = IndentedBuffer()
         code.writelines(header)
-        code.lines += ["  " + line if line else line for line in self.body.lines]
+        code.lines += ["  " + line if line else line for line in branch_on_parallelism(self.body.lines)]
         code.writeline("}")
         return code.getvalue()
 
@@ -685,6 +738,7 @@ class Segment(typing.NamedTuple):
     name: str
     params: list  # buffer names passed as pointers, in order
     uses_workspace: bool
+    size_params: list  # then the size symbols, as int64_t
 
 
 class CppModule(typing.NamedTuple):
@@ -701,9 +755,10 @@ class CppModule(typing.NamedTuple):
 class CppScheduling:
     """Turns the scheduled kernels of a graph into one C++ source file."""
 
-    def __init__(self, scheduler, dtypes):
+    def __init__(self, scheduler, dtypes, size_params=()):
         self.scheduler = scheduler
         self.dtypes = dtypes
+        self.size_params = list(size_params)  # symbol names: every kernel takes them all
 
     def codegen(self):
         kernels = self.scheduler.kernels
@@ -713,7 +768,7 @@ class CppScheduling:
         count = 0
         for pos, kernel in enumerate(kernels + [None]):
             if isinstance(kernel, FusedSchedulerNode):
-                cpp_kernel = CppKernel(f"kernel{count}", kernel, self.dtypes)
+                cpp_kernel = CppKernel(f"kernel{count}", kernel, self.dtypes, self.size_params)
                 parts.append(cpp_kernel.codegen())
                 run.append((pos, cpp_kernel))
                 count += 1
@@ -738,6 +793,7 @@ class CppScheduling:
         signature = [f"{'' if b in written else 'const '}{STORAGE_CTYPES[self.dtypes[b]]}* {b}" for b in params]
         if in_workspace:
             signature.append("char* workspace")
+        signature += [f"int64_t {s}" for s in self.size_params]
         code = IndentedBuffer()
         code.writeline(f'extern "C" int {name}({", ".join(signature)}) {{')
         with code.indent():
@@ -746,8 +802,8 @@ class CppScheduling:
                 ctype = STORAGE_CTYPES[self.dtypes[b]]
                 code.writeline(f"{ctype}* {b} = reinterpret_cast<{ctype}*>(workspace + {offsets[b]});")
             for k in cpp_kernels:
-                args = [*k.args, f"&{ERROR_FLAG}"] if k.reports_errors() else list(k.args)
+                args = [*k.args, *self.size_params] + ([f"&{ERROR_FLAG}"] if k.reports_errors() else [])
                 code.writeline(f"{k.name}({', '.join(args)});")
             code.writeline(f"return {ERROR_FLAG};")
         code.writeline("}")
-        return Segment(name, params, bool(in_workspace)), code.getvalue()
+        return Segment(name, params, bool(in_workspace), self.size_params), code.getvalue()

@@ -1,6 +1,7 @@
 // tinydynamo C++ kernel prelude (book chapter 10, "C++ code generation").
 // Every generated kernel file starts with this: plain C++, no torch headers, so it compiles in
-// a fraction of a second. Kernels get raw pointers; sizes and strides are compile-time constants.
+// a fraction of a second. Kernels get raw pointers; sizes and strides are constants, or int64_t
+// arguments (s0, s1...) when the graph was traced with dynamic shapes (book chapter 12).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

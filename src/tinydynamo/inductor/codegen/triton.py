@@ -57,12 +57,15 @@ import math
 import re
 import typing
 
+import sympy
 import torch
 
 from ..dependencies import MemoryDep
 from ..indexing import Expr, FloorDiv, ModularIndexing, Var, unflatten
 from ..runtime import triton_helpers
 from ..scheduler import FusedSchedulerNode
+from ...symbolic_shapes import SymbolicShapeError
+from ..sizevars import SymbolicSize, known, size_max
 from ..virtualized import V
 from .common import CSEVariable, IndentedBuffer, Kernel
 
@@ -118,14 +121,22 @@ class TritonCSEVariable(CSEVariable):
 # --------------------------------------------------------------------------- index expressions
 
 
+def pysize(size):
+    """A size as Python source: ``64``, or ``(s0*64)`` for a symbolic one (an argument)."""
+    if isinstance(size, SymbolicSize):
+        text = size.sizevars.to_python(size)
+        return text if text.isidentifier() else f"({text})"
+    return str(size)
+
+
 def texpr(expr):
     """An indexing.Expr as Triton source: ``64*xindex + rindex``, ``(xindex // 8)``."""
     parts = []
     for atom, c in expr.terms:
         text = _atom(atom)
-        parts.append(text if c == 1 else f"-{text}" if c == -1 else f"{c}*{text}")
+        parts.append(text if c == 1 else f"-{text}" if c == -1 else f"{pysize(c)}*{text}")
     if expr.const or not parts:
-        parts.append(str(expr.const))
+        parts.append(pysize(expr.const))
     return " + ".join(parts).replace("+ -", "- ")
 
 
@@ -134,9 +145,9 @@ def _atom(atom):
         return atom.name
     if atom.numerator.bounds()[0] >= 0:  # Triton's // and % agree with Python's here
         operator = "//" if isinstance(atom, FloorDiv) else "%"
-        return f"({_parenthesized(atom.numerator)} {operator} {atom.divisor})"
+        return f"({_parenthesized(atom.numerator)} {operator} {pysize(atom.divisor)})"
     helper = "floordiv" if isinstance(atom, FloorDiv) else "floormod"
-    return f"{helper}({texpr(atom.numerator)}, {atom.divisor})"
+    return f"{helper}({texpr(atom.numerator)}, {pysize(atom.divisor)})"
 
 
 def _parenthesized(expr):
@@ -425,8 +436,9 @@ class TritonKernel(Kernel):
     ``rounded(expr, dtype)``; ``use_helper(name)``; ``store_result(body, value)``.
     """
 
-    def __init__(self, nodes, outer, dtypes, local_buffers, local_readers):
+    def __init__(self, nodes, outer, dtypes, local_buffers, local_readers, size_params=()):
         super().__init__()
+        self.size_params = list(size_params)  # the size symbols, arguments of every kernel
         self.body = IndentedBuffer(indent="    ")
         self.name = "kernel"
         self.dtypes = dtypes  # buffer name -> dtype
@@ -434,8 +446,8 @@ class TritonKernel(Kernel):
         self.xnumel = self.xvar.size
         rows = [b.rnumel for b in self.bodies if b.rnumel is not None]
         self.tiled = bool(rows)  # 2-D [XBLOCK, RBLOCK] tiles
-        self.rnumel = max(rows, default=0)
-        self.persistent = self.tiled and _next_power_of_2(self.rnumel) <= PERSISTENT_REDUCTION_MAX
+        self.rnumel = size_max(rows) if rows else 0
+        self.persistent = self.tiled and self._fits_in_one_block(self.rnumel)
         self.register_locals = self._choose_register_locals(local_buffers, local_readers)
         self.registers = {}  # register-local buffer name -> its value
         self.args = {}  # pointer argument name -> True if written, in order of first use
@@ -445,6 +457,14 @@ class TritonKernel(Kernel):
         self._current = None  # the TritonBody being generated
         self._rmasks = {}  # row size -> name of its mask in the current scope
         self._indirect_dims = {}  # gather index variable -> dims of its value
+
+    @staticmethod
+    def _fits_in_one_block(rnumel):
+        """A row that one RBLOCK covers (for a symbolic row: for the traced size, then a guard;
+        the launcher picks RBLOCK for each call's size)."""
+        if isinstance(rnumel, SymbolicSize):
+            return rnumel <= PERSISTENT_REDUCTION_MAX
+        return _next_power_of_2(rnumel) <= PERSISTENT_REDUCTION_MAX
 
     @property
     def kind(self):
@@ -475,7 +495,7 @@ class TritonKernel(Kernel):
             reader = members[reader_name]
             for dep in reader.node.read_writes.reads:
                 if dep.name == writer.name and (not isinstance(dep, MemoryDep)
-                                                or reader.rnumel != writer.rnumel
+                                                or not known_equal(reader.rnumel, writer.rnumel)
                                                 or self._local(dep.index, reader) != at_rindex):
                     return False
         return True
@@ -518,8 +538,10 @@ class TritonKernel(Kernel):
         """The name of the mask ``rindex < rnumel`` of a body's row."""
         body = body or self._current
         if body.rnumel not in self._rmasks:
-            name = "rmask" if body.rnumel == self.rnumel else f"rmask{body.rnumel}"
-            numel = "rnumel" if body.rnumel == self.rnumel else body.rnumel
+            same = known_equal(body.rnumel, self.rnumel)
+            name = "rmask" if same else f"rmask{body.rnumel}" if isinstance(body.rnumel, int) \
+                else f"rmask_{len(self._rmasks)}"
+            numel = "rnumel" if same else pysize(body.rnumel)
             self.writeline(f"{name} = rindex < {numel}")
             self._rmasks[body.rnumel] = name
         return self._rmasks[body.rnumel]
@@ -617,7 +639,13 @@ class TritonKernel(Kernel):
         self.writeline(f"tl.store({addresses}, {value}, {self.mask(dims, extra=False)})")
 
     def constant(self, value, dtype):
-        """A Python literal of ``dtype`` (typed by the tensor it meets; see ensure_tensor)."""
+        """A Python literal of ``dtype`` (typed by the tensor it meets; see ensure_tensor), or a
+        size computed from the kernel's size arguments (a mean divides by it)."""
+        if isinstance(value, SymbolicSize):
+            if not value.expr.is_integer:
+                raise SymbolicShapeError(f"the Triton generator computes no float size such as {value!r}")
+            return self.new_var(f"tl.full({self.shape(())}, {pysize(value)}, "
+                                f"{triton_type(compute_dtype(dtype))})", dtype, ())
         return TritonCSEVariable(triton_literal(value, dtype), dtype, (), literal=value)
 
     def index_expr(self, expr, dtype):
@@ -729,7 +757,7 @@ class TritonKernel(Kernel):
     def reduction_loop(self, body=None):
         """``for roffset in range(0, rnumel, RBLOCK):`` over a body's row (a looped kernel)."""
         body = body or self._current
-        numel = "rnumel" if body.rnumel == self.rnumel else body.rnumel
+        numel = "rnumel" if known_equal(body.rnumel, self.rnumel) else pysize(body.rnumel)
         self.writeline(f"for roffset in range(0, {numel}, RBLOCK):")
         saved_rmasks, saved_cache = self._rmasks, dict(self._cache)
         with self.body.indent():
@@ -773,7 +801,7 @@ class TritonKernel(Kernel):
         self._header()
         for body in self.bodies:
             self._codegen_body(body)
-        params = list(self.args) + (["error_flag"] if self.uses_error_flag else [])
+        params = list(self.args) + (["error_flag"] if self.uses_error_flag else []) + self.size_params
         params += ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.tiled else [])
         code = IndentedBuffer(indent="    ")
         code.writeline("@triton.jit")
@@ -783,9 +811,9 @@ class TritonKernel(Kernel):
 
     def _header(self):
         index_type = ".to(tl.int64)" if self._needs_int64() else ""
-        self.writeline(f"xnumel = {self.xnumel}")
+        self.writeline(f"xnumel = {pysize(self.xnumel)}")
         if self.tiled:
-            self.writeline(f"rnumel = {self.rnumel}")
+            self.writeline(f"rnumel = {pysize(self.rnumel)}")
         self.writeline(f"xoffset = tl.program_id(0){index_type} * XBLOCK")
         self.writeline(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if self.tiled else ''}")
         self.writeline("xmask = xindex < xnumel")
@@ -798,14 +826,19 @@ class TritonKernel(Kernel):
 
     def _needs_int64(self):
         """Index arithmetic is int32 unless some index may not fit in an int32."""
-        highest = self.xnumel * max(self.rnumel, 1)
+        highest = self.xnumel * size_max([self.rnumel, 1])
         for body in self.bodies:
             mapping = _substitution(body)
             rw = body.node.read_writes
             for dep in rw.reads + rw.writes:
                 if isinstance(dep, MemoryDep):
-                    highest = max(highest, dep.index.subs(mapping).bounds()[1])
+                    highest = size_max([highest, dep.index.subs(mapping).bounds()[1]])
         return highest > INT32_MAX
+
+
+def known_equal(a, b):
+    """Two row sizes that are equal for every size (no guard: different rows get their own mask)."""
+    return known(sympy.Eq, a, b)
 
 
 def _next_power_of_2(n):
@@ -954,9 +987,10 @@ class TritonKernelSource(typing.NamedTuple):
     source: str
     args: list  # pointer arguments (buffer names), then "error_flag" if it checks errors
     written: list  # the buffers it writes
-    xnumel: int
+    xnumel: int  # (a SymbolicSize when the graph's sizes are symbolic)
     rnumel: int  # the longest row (0 for a pointwise kernel)
     kind: str  # "poi" (pointwise), "per" (persistent reduction) or "red" (looped reduction)
+    size_params: list  # the size symbols it takes after ``args``
 
 
 FILE_HEADER = "import triton\nimport triton.language as tl\n"
@@ -984,9 +1018,10 @@ def _helper_closure(names):
 class TritonScheduling:
     """Turns the scheduled kernels of a graph into Triton kernels, one file each."""
 
-    def __init__(self, scheduler, dtypes):
+    def __init__(self, scheduler, dtypes, size_params=()):
         self.scheduler = scheduler
         self.dtypes = dtypes
+        self.size_params = list(size_params)
 
     def codegen(self):
         """scheduler kernel position -> list of TritonKernelSource (fused kernels only)."""
@@ -1005,7 +1040,7 @@ class TritonScheduling:
         return kernels
 
     def _make_kernel(self, count, nodes, outer, fused, readers):
-        kernel = TritonKernel(nodes, outer, self.dtypes, fused.local_buffers, readers)
+        kernel = TritonKernel(nodes, outer, self.dtypes, fused.local_buffers, readers, self.size_params)
         kernel.name = f"triton_{kernel.kind}_{count}"
         return kernel
 
@@ -1023,4 +1058,4 @@ class TritonScheduling:
         args = list(kernel.args) + (["error_flag"] if kernel.uses_error_flag else [])
         written = [name for name, is_written in kernel.args.items() if is_written]
         return TritonKernelSource(kernel.name, kernel_file(kernel, source), args, written,
-                                  kernel.xnumel, kernel.rnumel, kernel.kind)
+                                  kernel.xnumel, kernel.rnumel, kernel.kind, self.size_params)

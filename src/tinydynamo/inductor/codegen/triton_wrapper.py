@@ -42,8 +42,10 @@ class TritonWrapperCodeGen(WrapperCodeGen):
     The extern calls and the way arguments and outputs are written are the C++ wrapper's.
     """
 
-    def __init__(self, graph, scheduler, kernels, device, timer=triton_heuristics.benchmark_on_gpu):
+    def __init__(self, graph, scheduler, kernels, device, timer=triton_heuristics.benchmark_on_gpu,
+                 fallback=None):
         self.graph = graph
+        self.fallback = fallback  # runs a call whose sizes fail the guards (symbolic graphs only)
         self.scheduler = scheduler
         self.kernels = kernels
         self.device = device
@@ -61,12 +63,18 @@ class TritonWrapperCodeGen(WrapperCodeGen):
     def _load_kernels(self, timer):
         interpret = self.device.type != "cuda"
         for kernel in self.all_kernels():
-            configs = triton_heuristics.candidate_configs(
-                kernel, interpret=interpret, max_autotune=config.max_autotune,
-                max_rblock=triton_codegen.PERSISTENT_REDUCTION_MAX)
+            def configs(xnumel, rnumel, kernel=kernel):
+                return triton_heuristics.candidate_configs(
+                    kernel._replace(xnumel=xnumel, rnumel=rnumel), interpret=interpret,
+                    max_autotune=config.max_autotune, max_rblock=triton_codegen.PERSISTENT_REDUCTION_MAX)
+
             fn = load_kernel(kernel.source, kernel.name, interpret)
-            self.namespace[kernel.name] = triton_heuristics.TritonKernelLauncher(
-                fn, kernel.source, kernel.xnumel, configs, timer)
+            if kernel.size_params:  # sizes as arguments: block sizes chosen per size bucket
+                launcher = triton_heuristics.SizeBucketedLauncher(fn, kernel.source, configs, timer)
+            else:
+                launcher = triton_heuristics.TritonKernelLauncher(
+                    fn, kernel.source, kernel.xnumel, configs(kernel.xnumel, kernel.rnumel), timer)
+            self.namespace[kernel.name] = launcher
 
     def all_kernels(self):
         return [k for pos in sorted(self.kernels) for k in self.kernels[pos]]
@@ -76,9 +84,11 @@ class TritonWrapperCodeGen(WrapperCodeGen):
     def generate(self):
         self.code.writeline("def call(args):")
         with self.code.indent():
-            names = [b.name for b in self.graph.graph_inputs]
+            names = self.graph.arg_names
             if names:
                 self.code.writeline(f"{', '.join(names)}, = args")
+            if self.fallback is not None:
+                self._bind_sizes()
             checks_errors = any("error_flag" in k.args for k in self.all_kernels())
             if checks_errors:
                 self.code.writeline("error_flag = new_error_flag(device)")
@@ -105,12 +115,16 @@ class TritonWrapperCodeGen(WrapperCodeGen):
         for name in kernel.written:
             if name not in allocated:
                 layout = self._buffer(name).layout
-                self.code.writeline(f"{name} = empty_strided({layout.size}, {layout.stride}, "
-                                    f"dtype={layout.dtype}, device=device)")
+                self.code.writeline(f"{name} = empty_strided({self._size(layout.size)}, "
+                                    f"{self._size(layout.stride)}, dtype={layout.dtype}, device=device)")
                 allocated.add(name)
-        # the arguments are the wrapper's variables: inputs, constants, buffers, error_flag
-        self.code.writeline(f"{kernel.name}.run({', '.join(kernel.args)})  "
-                            f"# grid: cdiv({kernel.xnumel}, XBLOCK)")
+        # the arguments are the wrapper's variables: inputs, constants, buffers, error_flag, sizes
+        if kernel.size_params:
+            sizes = f"{self._size(kernel.xnumel)}, {self._size(kernel.rnumel)}, "
+            self.code.writeline(f"{kernel.name}.run({sizes}{', '.join(kernel.args + kernel.size_params)})")
+        else:
+            self.code.writeline(f"{kernel.name}.run({', '.join(kernel.args)})  "
+                                f"# grid: cdiv({kernel.xnumel}, XBLOCK)")
 
     def _last_uses(self):
         """buffer name -> the scheduler position after which nothing reads it (intermediates)."""

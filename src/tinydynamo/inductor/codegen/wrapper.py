@@ -24,11 +24,14 @@ import ctypes
 import math
 import typing
 
+import sympy
 import torch
 
 from .. import ir
 from ..runtime.allocation import empty_output
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode
+from ..sizevars import SymbolicSize
+from ...symbolic_shapes import SymbolicShapeError
 from .common import IndentedBuffer
 
 
@@ -111,8 +114,9 @@ def _is_literal(value):
 class WrapperCodeGen:
     """Writes ``call(args)`` for a scheduled graph and its compiled C++ module."""
 
-    def __init__(self, graph, scheduler, module, library):
+    def __init__(self, graph, scheduler, module, library, fallback=None):
         self.graph = graph
+        self.fallback = fallback  # runs a call whose sizes fail the guards (symbolic graphs only)
         self.scheduler = scheduler
         self.module = module
         self.code = IndentedBuffer(indent="    ")
@@ -131,7 +135,8 @@ class WrapperCodeGen:
     def _setup_library(self, library):
         for segment in self.module.segments.values():
             function = getattr(library, segment.name)
-            function.argtypes = [ctypes.c_void_p] * (len(segment.params) + segment.uses_workspace)
+            function.argtypes = ([ctypes.c_void_p] * (len(segment.params) + segment.uses_workspace)
+                                 + [ctypes.c_int64] * len(segment.size_params))
             function.restype = ctypes.c_int
             self.namespace[segment.name] = function
 
@@ -143,9 +148,11 @@ class WrapperCodeGen:
     def generate(self):
         self.code.writeline("def call(args):")
         with self.code.indent():
-            names = [b.name for b in self.graph.graph_inputs]
+            names = self.graph.arg_names
             if names:
                 self.code.writeline(f"{', '.join(names)}, = args")
+            if self.fallback is not None:
+                self._bind_sizes()
             with contextlib.ExitStack() as stack:
                 if self.uses_workspace:
                     self.code.writeline("with workspaces.take() as workspace:  # this call's own")
@@ -153,6 +160,46 @@ class WrapperCodeGen:
                 self._steps()
                 self.code.writeline(f"return {self._value(self.graph.graph_outputs)}")
         return self.code.getvalue()
+
+    def _bind_sizes(self):
+        """Read each size symbol from the arguments, then check that this call's sizes and
+        strides are the ones the kernels were generated for, and every inductor guard; a call
+        that fails runs ``fallback`` (kernels compiled for its own sizes) instead."""
+        bound, checks = set(), []
+
+        def bind(value, source):
+            if isinstance(value, SymbolicSize) and isinstance(value.expr, sympy.Symbol) \
+                    and value.expr not in bound:
+                bound.add(value.expr)
+                self.code.writeline(f"{value.expr.name} = {source}")
+            else:
+                checks.append(f"{source} == {self.graph.sizevars.to_python(value)}")
+
+        for name, size in self.graph.size_args.items():
+            bind(size, name)
+        for buffer in self.graph.graph_inputs:
+            for d, size in enumerate(buffer.layout.size):
+                bind(size, f"{buffer.name}.size({d})")
+            for d, (size, stride) in enumerate(zip(buffer.layout.size, buffer.layout.stride)):
+                if not (isinstance(size, int) and size <= 1):  # a size-1 dim may have any stride
+                    bind(stride, f"{buffer.name}.stride({d})")
+        unbound = set(self.graph.sizevars.symbols) - bound
+        if unbound:
+            raise SymbolicShapeError(f"inductor: the sizes {sorted(map(str, unbound))} are not "
+                                     "sizes, strides or int arguments of the graph's inputs")
+        checks += [f"{s.name} >= 2" for s in self.graph.sizevars.symbols]
+        checks += [self.graph.sizevars.condition_to_python(g) for g in self.graph.sizevars.guards]
+        if checks:
+            self.namespace["fallback"] = self.fallback
+            self.code.writeline(f"if not ({' and '.join(checks)}):")
+            self.code.writeline("    return fallback(args)  # sizes these kernels were not generated for")
+
+    def _size(self, value):
+        """Python source for a size, or a tuple of sizes."""
+        if isinstance(value, (tuple, list)):
+            items = [self._size(v) for v in value]
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        return self.graph.sizevars.to_python(value)
 
     def _steps(self):
         for pos, kernel in enumerate(self.scheduler.kernels):
@@ -173,13 +220,14 @@ class WrapperCodeGen:
             end += 1
         for kernel in kernels[pos:end]:
             for name in kernel.output_names():
-                if name in self.graph.output_buffers:
-                    layout = self._buffer(name).layout
-                    self.code.writeline(f"{name} = empty_output({layout.size}, {layout.stride}, "
-                                        f"{layout.dtype})")
+                if name not in self.workspace_offsets and name not in kernel.local_buffers:
+                    layout = self._buffer(name).layout  # an output, or a buffer of symbolic size
+                    self.code.writeline(f"{name} = empty_output({self._size(layout.size)}, "
+                                        f"{self._size(layout.stride)}, {layout.dtype})")
         pointers = [f"{name}.data_ptr()" for name in segment.params]
         if segment.uses_workspace:
             pointers.append("workspace.address")
+        pointers += segment.size_params
         self.code.writeline(f"if (error := {segment.name}({', '.join(pointers)})):")
         self.code.writeline("    raise_kernel_error(error)")
 
@@ -192,14 +240,15 @@ class WrapperCodeGen:
         call = f"{function}({', '.join(args)})"
         self.code.writeline(f"# {kernel.kernel_name()}")
         if kernel.layout is not None:
-            self.code.writeline(f"{kernel.name} = restride({call}, {kernel.layout.size}, {kernel.layout.stride}, "
-                                f"{self._workspace_tensor()})")
+            self.code.writeline(f"{kernel.name} = restride({call}, {self._size(kernel.layout.size)}, "
+                                f"{self._size(kernel.layout.stride)}, {self._workspace_tensor()})")
             return
         self.code.writeline(f"{kernel.name} = {call}")
         for name in node.output_names():
             out = self._buffer(name)
             self.code.writeline(f"{name} = restride({kernel.name}[{out.index}], "
-                                f"{out.layout.size}, {out.layout.stride}, {self._workspace_tensor()})")
+                                f"{self._size(out.layout.size)}, {self._size(out.layout.stride)}, "
+                                f"{self._workspace_tensor()})")
 
     def _value(self, value):
         """Python source for an argument or output: a tensor expression or a constant."""
@@ -210,8 +259,10 @@ class WrapperCodeGen:
             return f"({items},)" if value else "()"  # "(,)" is not Python: a graph may have no outputs
         if isinstance(value, ir.ReinterpretView):
             layout = value.layout
-            return (f"reinterpret({self._value(value.data)}, {layout.size}, {layout.stride}, "
-                    f"{layout.offset})")
+            return (f"reinterpret({self._value(value.data)}, {self._size(layout.size)}, "
+                    f"{self._size(layout.stride)}, {self._size(layout.offset)})")
+        if isinstance(value, SymbolicSize):
+            return self._size(value)
         if isinstance(value, ir.Buffer):
             if value.name in self.workspace_offsets:
                 return f"workspace.views[{value.name!r}]"

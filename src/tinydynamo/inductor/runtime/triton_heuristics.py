@@ -134,32 +134,59 @@ class TritonKernelLauncher:
         self.config = configs[0] if len(configs) == 1 else None  # chosen at the first call
         self.interpret = isinstance(fn, InterpretedFunction)
 
-    def grid(self, config):
-        return (-(-self.xnumel // config.XBLOCK),)
+    def grid(self, config, xnumel=None):
+        return (-(-(xnumel or self.xnumel) // config.XBLOCK),)
 
-    def launch(self, config, args):
+    def launch(self, config, args, xnumel=None):
+        grid = self.grid(config, xnumel)
         if self.interpret:  # numpy computes the tiles: no warnings for inf and nan lanes
             with interpreted_library(), numpy.errstate(all="ignore"):
-                self.fn[self.grid(config)](*args, **config.kwargs())
+                self.fn[grid](*args, **config.kwargs())
         else:
-            self.fn[self.grid(config)](*args, **config.kwargs())
+            self.fn[grid](*args, **config.kwargs())
 
-    def run(self, *args):
+    def run(self, *args, xnumel=None):
+        """Launch on ``args``; ``xnumel``, when the kernel takes its sizes as arguments, is this
+        call's number of x elements (else the one it was generated for)."""
         if self.config is None:
             with compile_lock:  # threads making the first call at once: one autotunes
                 if self.config is None:
-                    self.config = self.autotune(args)
-        self.launch(self.config, args)
+                    self.config = self.autotune(args, xnumel)
+        self.launch(self.config, args, xnumel)
 
-    def autotune(self, args):
+    def autotune(self, args, xnumel=None):
         """The fastest candidate, from the disk cache or by timing each one."""
         device = device_name(args)
         key = autotune_cache.cache_key(self.source, device, self.configs)
         saved = autotune_cache.load(key)
         if saved is not None:
             return Config(**saved)
-        timings = [(config, self.timer(config, lambda config=config: self.launch(config, args)))
+        timings = [(config, self.timer(config, lambda config=config: self.launch(config, args, xnumel)))
                    for config in self.configs]
         best = min(timings, key=lambda item: item[1])[0]
         autotune_cache.save(key, best.as_dict(), [(c.as_dict(), ms) for c, ms in timings], device)
         return best
+
+
+class SizeBucketedLauncher:
+    """A kernel that takes its sizes as arguments (dynamic shapes, chapter 12): the best block
+    sizes depend on the sizes, so it keeps one :class:`TritonKernelLauncher` per *size bucket*,
+    the next powers of 2 of ``xnumel`` and ``rnumel``, each with candidates for that bucket (a
+    persistent reduction's RBLOCK covers the bucket's rows) and its own autotuning.
+    ``make_configs(xnumel, rnumel)`` gives a bucket's candidates."""
+
+    def __init__(self, fn, source, make_configs, timer=benchmark_on_gpu):
+        self.fn = fn
+        self.source = source
+        self.make_configs = make_configs
+        self.timer = timer
+        self.buckets = {}
+
+    def run(self, xnumel, rnumel, *args):
+        key = (next_power_of_2(xnumel), next_power_of_2(rnumel))
+        if key not in self.buckets:
+            with compile_lock:
+                if key not in self.buckets:
+                    self.buckets[key] = TritonKernelLauncher(self.fn, self.source, key[0],
+                                                             self.make_configs(*key), self.timer)
+        self.buckets[key].run(*args, xnumel=xnumel)

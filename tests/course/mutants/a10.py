@@ -1,0 +1,62 @@
+"""a10_dynamic_shapes: plausible mistakes in the range analysis and the automatic-dynamic policy."""
+from tinydynamo.course.checking import Mutant
+
+ASSIGNMENT = "a10_dynamic_shapes"
+
+MUTANTS = [
+    # part 1: bounds
+    Mutant("symbols start at 1", "return sympy.Integer(2), sympy.oo", "return sympy.Integer(1), sympy.oo",
+           "bounds(s0) returned (1, oo): TOO LOOSE"),
+    Mutant("0 * oo left as nan", "a * b if a != 0 and b != 0 else sympy.Integer(0)", "a * b",
+           "bounds(s1 * (s0 % 4))"),
+    Mutant("products of the lows and of the highs", "lo, hi = min(corners), max(corners)",
+           "lo, hi = corners[0], corners[3]", "bounds(-1 * s0)"),
+    Mutant("a remainder up to the divisor", "return sympy.Integer(0), b_hi - 1", "return sympy.Integer(0), b_hi",
+           "bounds(s0 % 4)"),
+    Mutant("floor division rounds up", "return sympy.floor(a_lo / b_lo), sympy.floor(a_hi / b_lo)",
+           "return sympy.ceiling(a_lo / b_lo), sympy.ceiling(a_hi / b_lo)", "(1 + s0) // 4"),
+    Mutant("Min like Max", "pick = max if isinstance(expr, sympy.Max) else min", "pick = max", "bounds(min(5, s0))"),
+    Mutant("unknown expressions assumed non-negative", "    return -sympy.oo, sympy.oo\n",
+           "    return sympy.Integer(0), sympy.oo\n", "bounds(int(((-7 * s0) / 5) // 1))"),
+    Mutant("a small number modulo a size kept as a remainder", "if a_lo >= 0 and a_hi < b_lo:", "if False:",
+           "static_value((1 % s0) == 1) returned None: NEEDLESS GUARD"),
+    Mutant("delegates to the reference's bounds", "    if expr.is_Number:\n        return expr, expr\n",
+           '    return __import__("tinydynamo.symbolic_shapes", fromlist=["_"]).ShapeEnv().bounds(expr)\n',
+           "ShapeEnv.bounds", zero=("test_bounds_examples", "test_bounds_cases")),
+    # part 2: static_value
+    Mutant("intervals of the condition as written only",
+           "(difference, sympy.expand(difference), sympy.factor(difference))", "(difference, sympy.expand(difference))",
+           "static_value((s0 * s1) != s0) returned None: NEEDLESS GUARD"),
+    Mutant("< decided when the difference is at most 0", "sympy.Lt: hi < 0, sympy.Le", "sympy.Lt: hi <= 0, sympy.Le",
+           "UNSOUND"),
+    Mutant("> decided when the difference is at least 0", "sympy.Gt: lo > 0, sympy.Ge", "sympy.Gt: lo >= 0, sympy.Ge",
+           "static_value(s0 > 2) returned True"),
+    Mutant(">= decided only when strictly positive", "sympy.Ge: lo >= 0}", "sympy.Ge: lo > 0}",
+           "static_value(s0 >= 2) returned None: NEEDLESS GUARD"),
+    Mutant("!= never decided False", "sympy.Ne: lo == hi == 0, sympy.Lt: lo >= 0", "sympy.Ne: False, sympy.Lt: lo >= 0",
+           "NEEDLESS GUARD"),
+    Mutant("sympy.true and sympy.false left to a guard", "    if condition in (sympy.true, sympy.false):\n"
+           "        return bool(condition)\n", "", "static_value(True) returned None"),
+    Mutant("delegates to the reference's static_value", "    if condition in (sympy.true, sympy.false):\n",
+           '    return __import__("tinydynamo.symbolic_shapes", fromlist=["_"]).ShapeEnv().static_value(condition)\n'
+           "    if condition in (sympy.true, sympy.false):\n",
+           "ShapeEnv.static_value", zero=("test_static_value_examples", "test_static_value_cases")),
+    # part 3: the policy
+    Mutant("the history keeps only the newest sizes", "        for d in changed:\n            before[d] = None\n",
+           "        self.sizes[source_name] = list(shape)\n", "batch_sizes"),
+    Mutant("a new number of dimensions compared with the old", "if before is None or len(before) != len(shape):",
+           "if before is None:", "new_rank"),
+    Mutant("every dimension dynamic after any change", "dims = history.dynamic_dims(source_name)",
+           "dims = set(range(tensor.dim())) if history.dynamic_dims(source_name) else set()", "batch_sizes"),
+    Mutant("dynamic=True ignored", "    elif policy is True:\n        dims = set(range(tensor.dim()))\n", "",
+           "dynamic_true"),
+    Mutant("dynamic=False ignored", " or is_module_state or policy is False:", " or is_module_state:",
+           "dynamic_false"),
+    Mutant("parameters traced as symbols", "if isinstance(tensor, nn.Parameter) or is_module_state",
+           "if is_module_state", "parameter_argument"),
+    Mutant("buffers traced as symbols", " or is_module_state or policy", " or policy", "buffers_stay_static"),
+    Mutant("mark_static ignored", " - a10.marked_static(tensor)", "", "mark_static"),
+    Mutant("mark_dynamic ignored", "(dims | a10.marked_dynamic(tensor))", "dims", "mark_dynamic"),
+    Mutant("sizes 0 and 1 traced as symbols", "return {d for d in dims if tensor.shape[d] >= 2}", "return dims",
+           "sizes 0 and 1 are never symbols"),
+]
