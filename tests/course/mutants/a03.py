@@ -42,6 +42,15 @@ MUTANTS = [
            f"def CALL(self, inst, _reference={SYMBOLIC_CONVERT}.InstructionTranslatorBase.CALL):\n"
            "    return _reference(self, inst)",
            "InstructionTranslatorBase.CALL", zero=("test_calls", "test_calls_corpus")),
+    Mutant("delegates to the CALL of a second copy of the reference module",
+           "def CALL(self, inst):",
+           "def CALL(self, inst):\n"
+           "    import importlib.util, tinydynamo.dynamo.symbolic_convert as reference\n"
+           "    spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.copy', reference.__file__)\n"
+           "    copy = importlib.util.module_from_spec(spec)\n"
+           "    spec.loader.exec_module(copy)\n"
+           "    return copy.InstructionTranslatorBase.CALL(self, inst)",
+           "InstructionTranslatorBase.CALL", zero=("test_calls", "test_calls_corpus")),
     # part 4
     Mutant("RETURN_VALUE ends every trace, inlined calls too",
            "    if self.parent is None:\n        self.output_instructions", "    if True:\n        self.output_instructions",
