@@ -59,4 +59,16 @@ MUTANTS = [
     Mutant("RETURN_VALUE hands the compiled frame's value back as if inlined",
            "    if self.parent is None:\n        self.output_instructions", "    if False:\n        self.output_instructions",
            "return_a"),
+    # played as a learner (second round)
+    Mutant("CALL splits the keywords off with args[-len(kw_names):] (all of them when there are none)",
+           "    n_positional = len(args) - len(kw_names)\n    kwargs = dict(zip(kw_names, args[n_positional:]))\n"
+           "    self.push(fn.call_function(self, args[:n_positional], kwargs))",
+           "    kwargs = dict(zip(kw_names, args[-len(kw_names):]))\n"
+           "    self.push(fn.call_function(self, args[:-len(kw_names)], kwargs))", "CALL"),
+    Mutant("LOAD_METHOD pushes the bound method and the object", "    method = self.pop().var_getattr(self, inst.argval)\n"
+           "    self.push(NullVariable())\n    self.push(method)",
+           "    obj = self.pop()\n    self.push(obj.var_getattr(self, inst.argval))\n    self.push(obj)", "LOAD_METHOD"),
+    Mutant("**= computed out of place", '"**=": operator.ipow,', '"**=": operator.pow,', "inplace"),
+    Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "    if inst.arg & 1:\n        self.push(NullVariable())",
+           "    if inst.arg > 0:\n        self.push(NullVariable())", "LOAD_GLOBAL"),
 ]
