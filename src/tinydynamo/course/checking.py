@@ -71,7 +71,8 @@ class ForbiddenCallError(RuntimeError):
 
 
 _calls_refused = []  # messages, in order, of every refused call
-_swapped = {}  # id(function) -> (a copy of it with its own code, its name, how many blocks refuse it)
+# id(function) -> [a copy of it with its own code, its name, how many blocks refuse it, its _copies key or None]
+_swapped = {}
 _refused_builtins = {}  # id(builtin) -> (the builtin, its name, how many blocks refuse it)
 _refused_builtin_names = {}  # (module, name) of a refused builtin -> its id in _refused_builtins
 _running = {}  # id(code) -> (the code, its name, how many blocks refuse to run it): see not_run
@@ -109,7 +110,7 @@ def _refuse(name, message=None):
 
 def _dispatch(key, args, kwargs):
     """What a refused function runs instead of its code: refuse the learner, serve tinydynamo."""
-    original, name, _ = _swapped[key]
+    original, name = _swapped[key][:2]
     if _is_learners(sys._getframe(2)):  # 1 is the trampoline, 2 its caller
         _refuse(name)
     return original(*args, **kwargs)
@@ -162,8 +163,9 @@ def _name(fn):
     return f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
 
 
-def _start_refusing(fn):
-    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key."""
+def _start_refusing(fn, copies=True):
+    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key.
+    ``copies``: also refuse a second copy of its code (from a second copy of its module)."""
     if not hasattr(fn, "__code__"):
         entry = _refused_builtins.setdefault(id(fn), [fn, _name(fn), 0])
         entry[2] += 1
@@ -175,9 +177,10 @@ def _start_refusing(fn):
         original.__kwdefaults__ = fn.__kwdefaults__
         _swapped[key] = [original, _name(fn), 0]
         fn.__globals__[DISPATCH] = _dispatch
-        copy = _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])
-        copy[1] += 1
         _originals.add(id(fn.__code__))
+        _swapped[key].append(_code_key(fn.__code__) if copies else None)
+        if copies:
+            _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])[1] += 1
         fn.__code__ = _trampoline(fn, key)
         _originals.add(id(fn.__code__))
     _swapped[key][2] += 1
@@ -192,26 +195,32 @@ def _stop_refusing(fn, key):
             _originals.discard(id(fn.__code__))
             fn.__code__ = table[key][0].__code__
             _originals.discard(id(fn.__code__))
-            copy = _copies[_code_key(fn.__code__)]
-            copy[1] -= 1
-            if copy[1] == 0:
-                del _copies[_code_key(fn.__code__)]
+            copy_key = table[key][3]
+            if copy_key is not None:
+                _copies[copy_key][1] -= 1
+                if _copies[copy_key][1] == 0:
+                    del _copies[copy_key]
         else:
             _refused_builtin_names.pop(_builtin_key(fn), None)
         del table[key]
 
 
 @contextlib.contextmanager
-def no_delegation(*functions):
+def no_delegation(*functions, copies=True):
     """Refuse every call that the learner's code makes to ``functions`` during the block.
 
     ``functions`` are Python functions or methods, whose code is swapped for a trampoline that
     checks the caller (so every reference to the function object is covered), or builtins,
     refused by a profile hook. A refused call raises ForbiddenCallError where it is made; if the
     learner's code swallows it, the block raises it again when it ends. Blocks nest.
+
+    With ``copies`` (the default), a second copy of a refused function's code, made by loading its
+    module again (``importlib.reload``, ``spec_from_file_location``), is refused too, by the same
+    profile hook. a02 turns it off: its learner's code runs inside the frame hook's callback,
+    where a profile hook that raises ends the process.
     """
     functions = [inspect.unwrap(getattr(fn, "__func__", fn)) for fn in functions]
-    keys = [_start_refusing(fn) for fn in functions]
+    keys = [_start_refusing(fn, copies) for fn in functions]
     refused_before = len(_calls_refused)
     try:
         with _profiled():
