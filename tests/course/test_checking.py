@@ -5,7 +5,7 @@ import pytest
 
 from tinydynamo.course.checking import (
     REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, hidden_table, mutate,
-    no_delegation, report,
+    no_delegation, not_run, report,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -30,6 +30,59 @@ def test_a_swallowed_refusal_is_raised_again_when_the_block_ends():
 
     with pytest.raises(ForbiddenCallError), no_delegation(grabbed_early):
         sneaky(sneaky.__code__)
+
+
+def test_a_second_copy_of_the_reference_module_is_refused_too():
+    import importlib.util
+    import sys
+
+    import tinydynamo.dynamo.bytecode as bytecode
+
+    spec = importlib.util.spec_from_file_location("tinydynamo.dynamo.bytecode_copy", bytecode.__file__)
+    copy = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look it up
+    try:
+        spec.loader.exec_module(copy)
+    finally:
+        del sys.modules[spec.name]
+    with pytest.raises(ForbiddenCallError, match="bytecode.decode"), no_delegation(grabbed_early):
+        copy.decode(learner_answer.__code__)
+    assert copy.decode(learner_answer.__code__)
+
+
+def test_a_refused_builtin_is_refused_in_a_thread_and_after_a_reload():
+    import concurrent.futures
+    import dis
+
+    import _opcode
+
+    def in_a_thread():
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(dis.stack_effect, dis.opmap["POP_TOP"]).result()
+
+    with pytest.raises(ForbiddenCallError, match="stack_effect"), no_delegation(dis.stack_effect):
+        in_a_thread()
+    with pytest.raises(ForbiddenCallError, match="stack_effect"), no_delegation(dis.stack_effect):
+        importlib.reload(_opcode).stack_effect(dis.opmap["POP_TOP"])
+    assert in_a_thread() == -1
+
+
+def test_not_run_refuses_to_run_a_function_or_a_copy_of_its_code():
+    import types
+
+    def f(x):
+        return x * 2
+
+    def reads(fn):
+        return len(fn.__code__.co_code)
+
+    def runs_a_copy(fn):
+        return types.FunctionType(fn.__code__.replace(co_name="copy"), {})(3)
+
+    with not_run(f, "(read it)"):
+        assert reads(f)
+    with pytest.raises(ForbiddenCallError, match="read it"), not_run(f, "(read it)"):
+        runs_a_copy(f)
+    assert runs_a_copy(f) == 6
 
 
 def test_the_reference_pipeline_still_calls_the_function():

@@ -12,10 +12,11 @@ import importlib
 import opcode
 import random
 import types
+import warnings
 
 import _opcode
 
-from .checking import no_delegation
+from .checking import no_delegation, not_run
 
 _STACK_EFFECT = dis.stack_effect  # CPython's table, for the checkers only
 
@@ -172,7 +173,7 @@ def check_stack_effect(stack_effect, codes=(), instructions=()):
              if ins.opname in STRAIGHT_LINE_OPCODES]
     cases += [("", ins) for ins in instructions]
     failures = []
-    with no_delegation(_STACK_EFFECT):
+    with no_delegation(_STACK_EFFECT, _expected_effect):
         for where, ins in cases:
             got, error = _call(stack_effect, ins)
             call = f"stack_effect({ins.opname} arg={ins.arg}){' ' + where if where else ''}"
@@ -195,6 +196,100 @@ def check_max_stack_depth(max_stack_depth, codes):
         if error or got != code.co_stacksize:
             failures.append(f"max_stack_depth({describe(code)}): {error or f'returned {got!r}'}, "
                             f"expected co_stacksize = {code.co_stacksize}")
+    return failures
+
+
+# --- generated straight-line code for max_stack_depth: nested calls, containers, unpacking... -----
+
+def _random_operand(rng, names, depth):
+    """An expression over ``names`` whose evaluation goes ``depth`` levels deep on the stack."""
+    if depth == 0 or rng.random() < 0.2:
+        return rng.choice(names + ["1", "'s'", "None"])
+    sub = lambda: _random_operand(rng, names, depth - 1)  # noqa: E731
+    forms = [
+        lambda: f"({sub()} {rng.choice(['+', '*', '-', '%', '<<', '&', '@'])} {sub()})",
+        lambda: f"{rng.choice(names)}({', '.join(sub() for _ in range(rng.randint(0, 3)))})",
+        lambda: f"{rng.choice(names)}.m({sub()}, k={sub()})",
+        lambda: f"g({sub()}, *{sub()}, **{sub()})",
+        lambda: f"g(*{sub()})",
+        lambda: f"({', '.join(sub() for _ in range(rng.randint(2, 4)))})",
+        lambda: f"[{', '.join(sub() for _ in range(rng.randint(0, 4)))}]",
+        lambda: f"[*{sub()}, {sub()}]",
+        lambda: f"({sub()}, *{sub()})",
+        lambda: f"{{{sub()}, {sub()}}}",
+        lambda: f"{{{sub()}: {sub()}, 'k': {sub()}}}",
+        lambda: f"{{{sub()}: {sub()}, **{sub()}}}",
+        lambda: f"{sub()}[{sub()}]",
+        lambda: f"{sub()}[{sub()}:{sub()}:{sub()}]",
+        lambda: f"{sub()}[{sub()}:{sub()}]",
+        lambda: f"f'{{{rng.choice(names)}!r:>{{{rng.choice(names)}}}}} {{{rng.choice(names)}.m()}}'",
+        lambda: f"(-{sub()} + ~{sub()})",
+        lambda: f"({sub()} is not {sub()})",
+        lambda: f"({sub()} not in {sub()})",
+        lambda: f"({sub()} < {sub()})",
+        lambda: f"(not {sub()})",
+        lambda: f"{{*{sub()}, {sub()}}}",
+        lambda: f"(lambda: {rng.choice(names)})",
+        lambda: f"(lambda u, v={sub()}, *, w={sub()}: u)",
+        lambda: f"{rng.choice(names)}.attr",
+    ]
+    return rng.choice(forms)()
+
+
+def random_straight_line_source(seed):
+    """Source of a function whose body is straight-line code of every kind a01 covers."""
+    rng = random.Random(seed)
+    names = ["a", "b", "c"]
+    lines = [f"def g{seed}(a, b, c):", "    global G"]
+    for i in range(rng.randint(1, 5)):
+        depth = rng.randint(1, 4)
+        value = _random_operand(rng, names, depth)
+        kind = rng.random()
+        if kind < 0.15:
+            lines.append(f"    x{i}, y{i} = {value}")
+            names += [f"x{i}", f"y{i}"]
+        elif kind < 0.25:
+            lines.append(f"    {rng.choice(names)}.attr = {value}")
+        elif kind < 0.35:
+            lines.append(f"    {rng.choice(names)}[{_random_operand(rng, names, 1)}] = {value}")
+        elif kind < 0.42:
+            lines.append(f"    G = {value}")
+        elif kind < 0.5:
+            lines.append(f"    {value}")
+        elif kind < 0.56:
+            lines.append(rng.choice(["    a, b = b, a", f"    {rng.choice(names)}[b] += {value}"]))
+        else:
+            lines.append(f"    x{i} = {value}")
+            names.append(f"x{i}")
+    lines.append(f"    return {_random_operand(rng, names, rng.randint(0, 3))}")
+    return "\n".join(lines)
+
+
+def generated_stack_cases(seeds):
+    """[(source, the code with co_stacksize blanked, its real co_stacksize)] for generated
+    straight-line functions. Only the blanked copy survives: no code object holds the answer."""
+    cases = []
+    for seed in seeds:
+        source = random_straight_line_source(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # `1 is not x`
+            module = compile(source, f"<a01 stack case {seed}>", "exec")
+        (code,) = [c for c in module.co_consts if isinstance(c, types.CodeType)]
+        if is_straight_line(code):
+            cases.append((source, code.replace(co_stacksize=0), code.co_stacksize))
+        del module, code
+    return cases
+
+
+def check_generated_stack_depth(max_stack_depth, cases):
+    """max_stack_depth on generated functions (see generated_stack_cases)."""
+    failures = []
+    for source, code, expected in cases:
+        with no_delegation(_STACK_EFFECT):
+            got, error = _call(max_stack_depth, code)
+        if error or got != expected:
+            failures.append(f"max_stack_depth({code.co_name}), generated:\n{source}\n  "
+                            f"{error or f'returned {got!r}'}, expected co_stacksize = {expected}")
     return failures
 
 
@@ -271,7 +366,7 @@ def check_symbolic_return(symbolic_return, seeds, trials=5):
     failures = []
     for seed in seeds:
         fn, source = random_function(seed)
-        with no_delegation(_STACK_EFFECT):
+        with no_delegation(_STACK_EFFECT), not_run(fn, "(the function you must read)"):
             expression, error = _call(symbolic_return, fn)
         if error or not isinstance(expression, str):
             failures.append(f"case {seed}:\n{source}\n  symbolic_return {error or f'returned {expression!r}'}")

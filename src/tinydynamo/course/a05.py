@@ -156,6 +156,30 @@ def make_closure():
 closure_that_prints = make_closure()
 
 
+def make_closure_with_a_cell():
+    scale = 0.5
+
+    def closure_with_a_cell(x):  # a free variable (scale) and a cell (y, which shifted reads)
+        y = x * scale
+        print("closure with a cell")
+
+        def shifted():
+            return y + scale
+
+        return shifted() * 2
+
+    return closure_with_a_cell
+
+
+closure_with_a_cell = make_closure_with_a_cell()
+
+
+def positional_only_arguments(x, y, z, /):  # the resume function has other parameters
+    w = x + y * z
+    print("positional-only")
+    return w * 2
+
+
 class PrintingNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -212,6 +236,8 @@ CASES = {case.fn.__name__: case for case in [
     Case(nested_grad_modes, _grad_x),
     Case(raise_inside_no_grad, _grad_x),
     Case(closure_that_prints, _x()),
+    Case(closure_with_a_cell, _x()),
+    Case(positional_only_arguments, _x(lambda: _randn(4, 5, seed=1), 3.0)),
     Case(cell_used_after_the_break, _x()),
     Case(varargs_and_kwargs, _x(1, 2, scale=3.0, shift=1.0)),
     Case(early_return, _x()),
@@ -319,9 +345,10 @@ def prologue_problems(prologue, target_inst, request):
     cells = [f"MAKE_CELL {name}" for name in code.co_cellvars]
     free = [f"COPY_FREE_VARS {len(code.co_freevars)}"] if code.co_freevars else []
     problems = []
-    if sorted(start[:len(cells)]) != sorted(cells) or start[len(cells):] != free:
+    if sorted(start) != sorted(cells + free):  # in any order: each acts on slots of its own
         problems.append(f"before RESUME, a function makes its cells {list(code.co_cellvars)} and copies its "
-                        f"{len(code.co_freevars)} free variables: expected {cells + free}, got {start}")
+                        f"{len(code.co_freevars)} free variables: expected {free + cells} (in any order), "
+                        f"got {start}")
     return problems + stack_problems(prologue[names.index("RESUME") + 1:], target_inst, request)
 
 

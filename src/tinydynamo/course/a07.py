@@ -126,7 +126,13 @@ def _addcmul_samples(t):
              S((t(0, 3), t(3), t(1)),),
              S((t(4, 3, noncontiguous=True), t(3), t(4, 1)), {"value": -1.5}),
              S((t(), t(), t()),),
-             S((t(2, 1), t(2, 3, dtype=i64), t(3, dtype=b8)), {"value": 0.25})]
+             S((t(2, 1), t(2, 3, dtype=i64), t(3, dtype=b8)), {"value": 0.25}),
+             S((t(3, dtype=i64), t(3, dtype=i64), t(3, dtype=i64)), {"value": 2.5},
+               "an integer result: value is truncated to 2"),
+             S((t(64, 64, dtype=bf16), t(64, 64, dtype=bf16), t(64, 64, dtype=bf16)), {"value": 0.7},
+               "bfloat16: computed in float32, rounded once", tolerance=ONE_ULP),
+             S((t(64, 64, dtype=f16), t(64, dtype=f16), t(64, 1, dtype=f16)), {"value": -1.3},
+               "float16: computed in float32, rounded once", tolerance=ONE_ULP)]
     return basic, extra
 
 
@@ -157,10 +163,19 @@ def _softmax_backward(t, shape, dim, dtype=f32):
     return S((t(*shape, dtype=dtype), output, dim, dtype), tolerance=tolerance)
 
 
+def _half_to_float_backward(t):
+    """The backward of a half_to_float softmax: a float32 gradient and output, and input_dtype
+    float16 (aten has it on CUDA only): the float32 backward, rounded to float16."""
+    grad, output = t(3, 5), aten._softmax.default(t(3, 5), 1, False)
+    return Sample((grad, output, 1, f16), note="input_dtype float16 with a float32 output (half_to_float)",
+                  tolerance=HALF_TOL,
+                  expected=lambda: aten._softmax_backward_data.default(grad, output, 1, f32).to(f16))
+
+
 def _softmax_backward_samples(t):
     basic = [_softmax_backward(t, (3, 5), 1)]
     extra = [_softmax_backward(t, (2, 3, 4), 0), _softmax_backward(t, (3, 5), -1, bf16),
-             _softmax_backward(t, (4,), 0), _softmax_backward(t, (2, 5), 1, f64)]
+             _softmax_backward(t, (4,), 0), _softmax_backward(t, (2, 5), 1, f64), _half_to_float_backward(t)]
     return basic, extra
 
 
@@ -175,10 +190,11 @@ def _layer_norm_samples(t):
     return basic, extra
 
 
-def _layer_norm_backward(t, shape, normalized, weight=True, bias=True, mask=(True, True, True), dtype=f32):
+def _layer_norm_backward(t, shape, normalized, weight=True, bias=True, mask=(True, True, True), dtype=f32,
+                         weight_dtype=None):
     x = t(*shape, dtype=dtype)
-    w = t(*normalized, dtype=dtype) if weight else None
-    b = t(*normalized, dtype=dtype) if bias else None
+    w = t(*normalized, dtype=weight_dtype or dtype) if weight else None
+    b = t(*normalized, dtype=weight_dtype or dtype) if bias else None
     _, mean, rstd = aten.native_layer_norm.default(x, normalized, w, b, 1e-5)
     tolerance = dict(atol=5e-2, rtol=5e-2) if dtype == bf16 else BACKWARD_TOL
     return S((t(*shape, dtype=dtype), x, normalized, mean, rstd, w, b, list(mask)), tolerance=tolerance)
@@ -190,6 +206,8 @@ def _layer_norm_backward_samples(t):
              _layer_norm_backward(t, (4, 8), [8], weight=False, bias=False, mask=(True, False, False)),
              _layer_norm_backward(t, (4, 8), [8], mask=(False, True, True)),
              _layer_norm_backward(t, (2, 3, 8), [8], mask=(True, True, False)),
+             _layer_norm_backward(t, (4, 8), [8], mask=(True, False, True)),
+             _layer_norm_backward(t, (4, 8), [8], dtype=bf16, weight_dtype=f32),
              _layer_norm_backward(t, (4, 8), [8], dtype=bf16),
              _layer_norm_backward(t, (3, 6), [6], dtype=f64)]
     return basic, extra
@@ -372,10 +390,18 @@ def print_decomposition(op, fn, *args, **kwargs):
 
 
 def graph_problem(prim_gm):
-    """A call of something other than a prim, or a sum/prod of float16/bfloat16 values."""
+    """A call of something other than a prim, a sum/prod of float16/bfloat16 values, or a
+    conversion of a broadcast tensor (convert first: it has fewer elements then)."""
     for node in prim_gm.graph.nodes:
         if node.op != "call_function":
             continue
+        source = node.args[0] if node.args else None
+        if (node.target is PRIMS["convert_element_type"] and isinstance(source, torch.fx.Node)
+                and source.target is PRIMS["broadcast_in_dim"]
+                and source.meta["val"].numel() > source.args[0].meta["val"].numel()):
+            return (f"node {node.name} converts {source.name}, a broadcast of {source.args[0].name} to "
+                    f"{list(source.meta['val'].shape)}: convert {source.args[0].name} before broadcasting it, "
+                    "while it has fewer elements")
         if not (isinstance(node.target, Prim) or node.target is operator.getitem
                 or node.target in EXTERN_FALLBACKS):
             return f"node {node.name} calls {node.target}, which is not a prim"

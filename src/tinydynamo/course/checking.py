@@ -51,6 +51,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -69,9 +70,16 @@ class ForbiddenCallError(RuntimeError):
     """The learner's code called a function that it is meant to replace."""
 
 
-_calls_refused = []  # names, in order, of every refused call
-_swapped = {}  # id(function) -> (a copy of it with its own code, its name, how many blocks refuse it)
+_calls_refused = []  # messages, in order, of every refused call
+# id(function) -> [a copy of it with its own code, its name, how many blocks refuse it, its _copies key or None]
+_swapped = {}
 _refused_builtins = {}  # id(builtin) -> (the builtin, its name, how many blocks refuse it)
+_refused_builtin_names = {}  # (module, name) of a refused builtin -> its id in _refused_builtins
+_running = {}  # id(code) -> (the code, its name, how many blocks refuse to run it): see not_run
+# (file, first line, name) of a refused function's code -> its name: a second copy of the module
+# that defines it (importlib.reload, spec_from_file_location) makes a new function of the same code
+_copies = {}
+_originals = set()  # id() of the code objects of refused functions and of their trampolines
 DISPATCH = "__tinydynamo_no_delegation__"  # the name of _dispatch in a refused function's globals
 
 
@@ -82,7 +90,9 @@ def _forbidden_message(name):
 
 def _is_learners(frame):
     """Whether the innermost frame from ``frame`` outwards that is tinydynamo or the learner's
-    code is the learner's (torch, installed packages and the standard library are looked through)."""
+    code is the learner's (torch, installed packages and the standard library are looked through).
+    A thread that the learner started (``executor.submit(dis.stack_effect, ...)``) has neither
+    outside the function it runs: it is the learner's, unless it is the main thread."""
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith(REFERENCE_DIR):
@@ -90,17 +100,17 @@ def _is_learners(frame):
         if not filename.startswith(NOT_LEARNER_CODE):
             return True
         frame = frame.f_back
-    return False
+    return threading.current_thread() is not threading.main_thread()
 
 
-def _refuse(name):
-    _calls_refused.append(name)
-    raise ForbiddenCallError(_forbidden_message(name))
+def _refuse(name, message=None):
+    _calls_refused.append(message or _forbidden_message(name))
+    raise ForbiddenCallError(_calls_refused[-1])
 
 
 def _dispatch(key, args, kwargs):
     """What a refused function runs instead of its code: refuse the learner, serve tinydynamo."""
-    original, name, _ = _swapped[key]
+    original, name = _swapped[key][:2]
     if _is_learners(sys._getframe(2)):  # 1 is the trampoline, 2 its caller
         _refuse(name)
     return original(*args, **kwargs)
@@ -121,21 +131,45 @@ def _trampoline(fn, key):
     return trampoline.replace(co_qualname=code.co_qualname, co_firstlineno=code.co_firstlineno)
 
 
+def _builtin_key(fn):
+    """(module, name) of a builtin: a reloaded module (``importlib.reload(_opcode)``) makes new
+    builtin objects, so a refused builtin is also recognised by its name."""
+    return getattr(getattr(fn, "__self__", None), "__name__", None), getattr(fn, "__name__", None)
+
+
 def _refuse_builtins(frame, event, arg):
-    """The profile hook that refuses the learner's calls of refused builtins."""
-    if event == "c_call" and id(arg) in _refused_builtins and _is_learners(frame):
-        _refuse(_refused_builtins[id(arg)][1])  # raising also uninstalls the hook
+    """The profile hook that refuses the learner's calls of refused builtins, and the learner's
+    runs of code that must not run (``not_run``)."""
+    if event == "c_call":
+        key = id(arg) if id(arg) in _refused_builtins else _refused_builtin_names.get(_builtin_key(arg))
+        if key is not None and _is_learners(frame):
+            _refuse(_refused_builtins[key][1])  # raising also uninstalls the hook
+    elif event == "call" and _copies and id(frame.f_code) not in _originals and _code_key(frame.f_code) in _copies:
+        if _is_learners(frame.f_back):
+            _refuse(_copies[_code_key(frame.f_code)][0])
+    elif event == "call" and _running:
+        entry = _running.get(id(frame.f_code)) or next(
+            (e for e in _running.values() if e[0].co_code == frame.f_code.co_code
+             and e[0].co_consts == frame.f_code.co_consts), None)
+        if entry is not None and _is_learners(frame.f_back):
+            _refuse(entry[1], f"your code ran {entry[1]}: read its code instead of calling it")
+
+
+def _code_key(code):
+    return code.co_filename, code.co_firstlineno, code.co_name
 
 
 def _name(fn):
     return f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
 
 
-def _start_refusing(fn):
-    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key."""
+def _start_refusing(fn, copies=True):
+    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key.
+    ``copies``: also refuse a second copy of its code (from a second copy of its module)."""
     if not hasattr(fn, "__code__"):
         entry = _refused_builtins.setdefault(id(fn), [fn, _name(fn), 0])
         entry[2] += 1
+        _refused_builtin_names[_builtin_key(fn)] = id(fn)
         return id(fn)
     key = id(fn)
     if key not in _swapped:
@@ -143,7 +177,12 @@ def _start_refusing(fn):
         original.__kwdefaults__ = fn.__kwdefaults__
         _swapped[key] = [original, _name(fn), 0]
         fn.__globals__[DISPATCH] = _dispatch
+        _originals.add(id(fn.__code__))
+        _swapped[key].append(_code_key(fn.__code__) if copies else None)
+        if copies:
+            _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])[1] += 1
         fn.__code__ = _trampoline(fn, key)
+        _originals.add(id(fn.__code__))
     _swapped[key][2] += 1
     return key
 
@@ -153,33 +192,81 @@ def _stop_refusing(fn, key):
     table[key][2] -= 1
     if table[key][2] == 0:
         if table is _swapped:
+            _originals.discard(id(fn.__code__))
             fn.__code__ = table[key][0].__code__
+            _originals.discard(id(fn.__code__))
+            copy_key = table[key][3]
+            if copy_key is not None:
+                _copies[copy_key][1] -= 1
+                if _copies[copy_key][1] == 0:
+                    del _copies[copy_key]
+        else:
+            _refused_builtin_names.pop(_builtin_key(fn), None)
         del table[key]
 
 
 @contextlib.contextmanager
-def no_delegation(*functions):
+def no_delegation(*functions, copies=True):
     """Refuse every call that the learner's code makes to ``functions`` during the block.
 
     ``functions`` are Python functions or methods, whose code is swapped for a trampoline that
     checks the caller (so every reference to the function object is covered), or builtins,
     refused by a profile hook. A refused call raises ForbiddenCallError where it is made; if the
     learner's code swallows it, the block raises it again when it ends. Blocks nest.
+
+    With ``copies`` (the default), a second copy of a refused function's code, made by loading its
+    module again (``importlib.reload``, ``spec_from_file_location``), is refused too, by the same
+    profile hook. a02 turns it off: its learner's code runs inside the frame hook's callback,
+    where a profile hook that raises ends the process.
     """
     functions = [inspect.unwrap(getattr(fn, "__func__", fn)) for fn in functions]
-    keys = [_start_refusing(fn) for fn in functions]
-    refused_before, previous = len(_calls_refused), sys.getprofile()
-    if _refused_builtins:
-        sys.setprofile(_refuse_builtins)
+    keys = [_start_refusing(fn, copies) for fn in functions]
+    refused_before = len(_calls_refused)
     try:
-        yield
+        with _profiled():
+            yield
     finally:
-        sys.setprofile(previous)
         for fn, key in zip(functions, keys):
             _stop_refusing(fn, key)
     refused = _calls_refused[refused_before:]
     if refused:
-        raise ForbiddenCallError(_forbidden_message(refused[0]))
+        raise ForbiddenCallError(refused[0])
+
+
+@contextlib.contextmanager
+def _profiled():
+    """The profile hook on this thread and on the threads started during the block, while
+    builtins are refused or code must not run."""
+    previous, previous_threads = sys.getprofile(), threading.getprofile()
+    if _refused_builtins or _running or _copies:
+        sys.setprofile(_refuse_builtins)
+        threading.setprofile(_refuse_builtins)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+        threading.setprofile(previous_threads)
+
+
+@contextlib.contextmanager
+def not_run(fn, why):
+    """Refuse, for the block, to let the learner's code run ``fn`` (or a copy of its code): the
+    learner must read it, not call it (``symbolic_return`` reads bytecode; calling the function
+    with objects that record the operations would skip the lesson). ``why`` ends the message."""
+    code = fn.__code__
+    entry = _running.setdefault(id(code), [code, f"{fn.__qualname__} {why}", 0])
+    entry[2] += 1
+    refused_before = len(_calls_refused)
+    try:
+        with _profiled():
+            yield
+    finally:
+        entry[2] -= 1
+        if entry[2] == 0:
+            del _running[id(code)]
+    refused = _calls_refused[refused_before:]
+    if refused:
+        raise ForbiddenCallError(refused[0])
 
 
 class Refused:

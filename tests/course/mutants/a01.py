@@ -22,6 +22,18 @@ MUTANTS = [
            "    import _opcode\n"
            "    return _opcode.stack_effect(instr.opcode, instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None)\n",
            "dis.stack_effect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
+    Mutant("delegates to the grader's own table (a01._expected_effect)", "    op, arg = instr.opname, instr.arg\n",
+           "    if instr.opname not in a01.STRAIGHT_LINE_OPCODES:\n        raise ValueError(instr.opname)\n"
+           "    return a01._expected_effect(instr)\n",
+           "a01._expected_effect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
+    Mutant("delegates to CPython's table in a thread, from a reloaded _opcode",
+           "    op, arg = instr.opname, instr.arg\n",
+           "    import concurrent.futures, importlib, _opcode\n"
+           "    if instr.opname not in a01.STRAIGHT_LINE_OPCODES:\n        raise ValueError(instr.opname)\n"
+           "    with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
+           "        return pool.submit(a01._STACK_EFFECT, instr.opcode,\n"
+           "                           instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None).result()\n",
+           "stack_effect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
     # part 2: max_stack_depth
     Mutant("max_stack_depth starts at depth 1", "depth = deepest = 0", "depth = deepest = 1", "expected co_stacksize"),
     Mutant("max_stack_depth returns the depth at the end", "    return deepest\n", "    return depth\n",
@@ -31,6 +43,13 @@ MUTANTS = [
     Mutant("max_stack_depth reads co_stacksize", "    depth = deepest = 0\n",
            "    return code.co_stacksize\n", "expected co_stacksize",
            zero=("test_max_stack_depth_example", "test_max_stack_depth_stdlib")),
+    Mutant("max_stack_depth looks the code up in the notebook's copies of it",
+           "    depth = deepest = 0\n",
+           "    for known in STDLIB + [_example.__code__, _deep.__code__]:\n"
+           "        if (known.co_name, known.co_code) == (code.co_name, code.co_code):\n"
+           "            return known.co_stacksize\n"
+           "    raise ValueError(f'{code.co_name} is not in STDLIB')\n",
+           "generated", zero=("test_max_stack_depth_stdlib",)),
     Mutant("max_stack_depth copied from the book's stack_walk (chapter 1)",
            "        depth += stack_effect(instr)\n",
            "        depth += dis.stack_effect(instr.opcode, instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None)\n",
@@ -49,6 +68,22 @@ MUTANTS = [
            "left, right = stack.pop(), stack.pop()", "case "),
     Mutant("symbolic_return drops the parentheses", 'stack.append(f"({left} {instr.argrepr.rstrip(\'=\')} {right})")',
            'stack.append(f"{left} {instr.argrepr.rstrip(\'=\')} {right}")', "case "),
+    Mutant("symbolic_return calls a copy of fn with objects that record the operations",
+           "    code = fn.__code__\n",
+           "    class Recorder(str):\n"
+           "        def __add__(a, b): return Recorder(f'({a} + {b})')\n"
+           "        def __radd__(a, b): return Recorder(f'({b} + {a})')\n"
+           "        def __sub__(a, b): return Recorder(f'({a} - {b})')\n"
+           "        def __rsub__(a, b): return Recorder(f'({b} - {a})')\n"
+           "        def __mul__(a, b): return Recorder(f'({a} * {b})')\n"
+           "        def __rmul__(a, b): return Recorder(f'({b} * {a})')\n"
+           "        def __truediv__(a, b): return Recorder(f'({a} / {b})')\n"
+           "        def __rtruediv__(a, b): return Recorder(f'({b} / {a})')\n"
+           "        def __neg__(a): return Recorder(f'(-{a})')\n"
+           "    import types\n"
+           "    copy = types.FunctionType(fn.__code__.replace(co_name='copy'), {})\n"
+           "    return str(copy(*map(Recorder, fn.__code__.co_varnames[:fn.__code__.co_argcount])))\n",
+           "read its code instead of calling it", zero=("test_symbolic_return_generated",)),
     Mutant("symbolic_return stores the name, not the expression", "env[instr.argval] = stack.pop()",
            "stack.pop()\n            env[instr.argval] = instr.argval", "case "),
 ]

@@ -42,6 +42,15 @@ MUTANTS = [
            f"def CALL(self, inst, _reference={SYMBOLIC_CONVERT}.InstructionTranslatorBase.CALL):\n"
            "    return _reference(self, inst)",
            "InstructionTranslatorBase.CALL", zero=("test_calls", "test_calls_corpus")),
+    Mutant("delegates to the CALL of a second copy of the reference module",
+           "def CALL(self, inst):",
+           "def CALL(self, inst):\n"
+           "    import importlib.util, tinydynamo.dynamo.symbolic_convert as reference\n"
+           "    spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.copy', reference.__file__)\n"
+           "    copy = importlib.util.module_from_spec(spec)\n"
+           "    spec.loader.exec_module(copy)\n"
+           "    return copy.InstructionTranslatorBase.CALL(self, inst)",
+           "InstructionTranslatorBase.CALL", zero=("test_calls", "test_calls_corpus")),
     # part 4
     Mutant("RETURN_VALUE ends every trace, inlined calls too",
            "    if self.parent is None:\n        self.output_instructions", "    if True:\n        self.output_instructions",
@@ -50,4 +59,16 @@ MUTANTS = [
     Mutant("RETURN_VALUE hands the compiled frame's value back as if inlined",
            "    if self.parent is None:\n        self.output_instructions", "    if False:\n        self.output_instructions",
            "return_a"),
+    # played as a learner (second round)
+    Mutant("CALL splits the keywords off with args[-len(kw_names):] (all of them when there are none)",
+           "    n_positional = len(args) - len(kw_names)\n    kwargs = dict(zip(kw_names, args[n_positional:]))\n"
+           "    self.push(fn.call_function(self, args[:n_positional], kwargs))",
+           "    kwargs = dict(zip(kw_names, args[-len(kw_names):]))\n"
+           "    self.push(fn.call_function(self, args[:-len(kw_names)], kwargs))", "CALL"),
+    Mutant("LOAD_METHOD pushes the bound method and the object", "    method = self.pop().var_getattr(self, inst.argval)\n"
+           "    self.push(NullVariable())\n    self.push(method)",
+           "    obj = self.pop()\n    self.push(obj.var_getattr(self, inst.argval))\n    self.push(obj)", "LOAD_METHOD"),
+    Mutant("**= computed out of place", '"**=": operator.ipow,', '"**=": operator.pow,', "inplace"),
+    Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "    if inst.arg & 1:\n        self.push(NullVariable())",
+           "    if inst.arg > 0:\n        self.push(NullVariable())", "LOAD_GLOBAL"),
 ]

@@ -70,4 +70,10 @@ MUTANTS = [
     Mutant("create_resume: the original's other locals lose their slots",
            "co_varnames=params + tuple(name for name in code.co_varnames if name not in params),",
            "co_varnames=params,", "print_in_the_middle"),
+    # played as a learner (second round)
+    Mutant("create_resume: keeps the original's positional-only count",
+           "co_argcount=len(params), co_posonlyargcount=0,", "co_argcount=len(params),",
+           "positional_only_arguments"),
+    Mutant("prologue: no COPY_FREE_VARS when the function also has cells", "    if code.co_freevars:",
+           "    if code.co_freevars and not code.co_cellvars:", "closure_with_a_cell"),
 ]

@@ -52,4 +52,25 @@ MUTANTS = [
            "nan"),
     Mutant("reduce_tile: sums along axis 0 (the rows of the program), not along the row",
            'expr = f"tl.sum({tile}, 1)"', 'expr = f"tl.sum({tile}, 0)"', "sum"),
+    # played as a learner (second round)
+    Mutant("identity: the largest finite float instead of infinity",
+           "        return 'float(\"inf\")' if largest else 'float(\"-inf\")'",
+           "        info = torch.finfo(dtype)\n        return repr(info.max if largest else info.min)",
+           "a row of -inf"),
+    Mutant("identity: uint8 gets int8's range", "    info = torch.iinfo(dtype)",
+           "    info = torch.iinfo(torch.int8 if dtype == torch.uint8 else dtype)", "u8"),
+    Mutant("reduce_tile: min of floats with tl.min (skips nans)",
+           '    elif floating:\n        kernel.use_helper(f"{rtype}_propagate_nan")',
+           '    elif floating and rtype == "max":\n        kernel.use_helper(f"{rtype}_propagate_nan")', "amin"),
+    Mutant("reduce_tile: drops the reduced axis ([XBLOCK], not [XBLOCK, 1])", '    result = f"{expr}[:, None]"',
+           '    result = f"{expr}"', "failed"),
+    Mutant("looped: folds max/min with a comparison (a nan in the accumulator is lost)",
+           '            kernel.writeline(f"{acc} = {helper}({acc}, {tile})")',
+           '            op = ">" if rtype == "max" else "<"\n'
+           '            kernel.writeline(f"{acc} = tl.where({acc} {op} {tile}, {acc}, {tile})")', "nan"),
+    Mutant("looped: masks the accumulator again after the loop (the last chunk's mask)",
+           '    return reduce_tile(kernel, body, TritonCSEVariable(acc, body.src_dtype, {"x", "r"}))',
+           '    identity = reduction_identity(rtype, body.src_dtype)\n'
+           '    masked = kernel.new_var(f"tl.where({kernel.rmask(body)}, {acc}, {identity})", body.src_dtype, {"x", "r"})\n'
+           '    return reduce_tile(kernel, body, masked)', "looped"),
 ]
