@@ -13,6 +13,7 @@ ARTIFACTS = (
     "dynamic",
     "recompiles",
     "graph_breaks",
+    "ddp_graphs",
     "aot",
     "prims",
     "ir",

@@ -28,6 +28,9 @@ implicit_fallbacks = os.environ.get("TINYDYNAMO_IMPLICIT_FALLBACKS", "1") == "1"
 triton_on_cpu = os.environ.get("TINYDYNAMO_TRITON_ON_CPU", "0") == "1"
 # Autotune Triton kernels over more block sizes and num_warps (``mode="max-autotune"``).
 max_autotune = os.environ.get("TINYDYNAMO_MAX_AUTOTUNE", "0") == "1"
+# Split graphs captured inside DistributedDataParallel at its gradient buckets (DDPOptimizer),
+# so that each bucket's all-reduce can start before the whole backward is done.
+optimize_ddp = os.environ.get("TINYDYNAMO_OPTIMIZE_DDP", "1") == "1"
 
 _OPTIONS = (
     "cache_size_limit",
@@ -38,6 +41,7 @@ _OPTIONS = (
     "implicit_fallbacks",
     "triton_on_cpu",
     "max_autotune",
+    "optimize_ddp",
 )
 
 

@@ -38,6 +38,7 @@ from ..symbolic_shapes import ConstraintViolationError
 from ..utils import compile_lock, counters
 from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
+from .ddp_optimizer import DDPOptimizer, active_ddp_module
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
 from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
 from .output_graph import OutputGraph, installed_globals
@@ -161,6 +162,14 @@ class ConvertFrame:
     def resolve_backend(self):
         return lookup_backend(self.backend)
 
+    def frame_backend(self):
+        """The backend for the frame being converted: inside DistributedDataParallel's forward,
+        the DDPOptimizer splits its graphs at DDP's gradient buckets (chapter 14)."""
+        ddp = active_ddp_module()
+        if ddp is None or not config.optimize_ddp:
+            return self.resolve_backend()
+        return DDPOptimizer(ddp, self.resolve_backend())
+
     def __call__(self, func, args):
         with compile_lock:  # threads take turns here (see the module docstring)
             counters["frames_seen"] += 1
@@ -204,7 +213,7 @@ class ConvertFrame:
         if not self.is_root(code) and not any(has_tensor(arg, set()) for arg in args):
             return None  # nothing to compile, as Dynamo's has_tensor_in_frame decides
         try:
-            frame = translate(func, args, self.resolve_backend(), one_graph=self.fullgraph, dynamic=self.dynamic)
+            frame = translate(func, args, self.frame_backend(), one_graph=self.fullgraph, dynamic=self.dynamic)
         except Unsupported as e:
             if self.fullgraph:
                 raise
