@@ -44,6 +44,13 @@ from .sets import SetVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
 
+# Where a subclass a user meets is best compiled around (chapter 14 for DTensor).
+SUBCLASS_HINTS = {
+    "DTensor": "FSDP2's parameters are DTensors outside the module's forward: compile the module, "
+               "whose forward sees the gathered plain tensors",
+}
+
+
 def original_function(value):
     """The attribute holding the function that a wrapper calls unchanged: a function compiled by
     tinydynamo (``_tinydynamo_orig``), or one under ``@torch.jit.script_if_tracing``, which runs
@@ -126,7 +133,8 @@ class VariableBuilder:
             unsupported("a tensor that is not reachable from the frame's inputs "
                         "(e.g. a tensor default argument or a tensor stored in torch itself)")
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
-            unsupported(f"tensor subclass {type(value).__name__}")
+            unsupported(f"tensor subclass {type(value).__name__} (only plain tensors are traced; "
+                        f"{SUBCLASS_HINTS.get(type(value).__name__, 'it runs eagerly')})")
         if value.is_sparse or value.layout != torch.strided:
             unsupported(f"tensors with layout {value.layout}")
         return self.tx.output.add_input(self.source, value)
