@@ -8,7 +8,7 @@ import tempfile
 
 import torch
 
-from . import dynamic, harness, report
+from . import ddp, dynamic, harness, report
 from .workloads import WORKLOADS
 
 
@@ -20,6 +20,8 @@ def parse_args(argv):
                         + "; with --dynamic: " + ", ".join(dynamic.WORKLOADS))
     parser.add_argument("--dynamic", action="store_true",
                         help="the dynamic-shape benchmark: each workload over a sweep of sizes")
+    parser.add_argument("--ddp", action="store_true",
+                        help="the DDP benchmark: training steps/s of compiled DDP on 2 gloo ranks")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
     parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
     parser.add_argument("--warm-caches", action="store_true",
@@ -48,6 +50,8 @@ def main(argv=None):
         sys.exit(f"unknown workload(s) {unknown}; known: {', '.join(known)}")
     if not args.warm_caches:
         cold_caches()
+    if args.ddp:
+        return run_ddp(args)
     if args.dynamic:
         return run_dynamic(names, args)
     copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
@@ -69,6 +73,18 @@ def run_dynamic(names, args):
         f.write(dynamic.to_markdown(results) + "\n")
     print(dynamic.to_markdown(results))
     print(f"\nresults written to {path} (and .md)")
+    return 0
+
+
+def run_ddp(args):
+    result = ddp.run(args.quick, args.rounds)
+    result["environment"] = report.environment(args.device, args.quick)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"ddp-bench-{args.device}-{datetime.date.today()}.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(ddp.to_markdown(result))
+    print(f"\nresults written to {path}")
     return 0
 
 
