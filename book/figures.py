@@ -518,3 +518,44 @@ def compile_grid(columns, rows, width=COLUMN, title="size"):
             box(ax, label_width + (j + 0.5) * cell, y, "", cell - 0.06, row - 0.08, colour=CALL_COLOURS[outcome])
     legend(ax, [(name, colour, "#666666") for name, colour in CALL_COLOURS.items()], 0.3 + (len(rows) + 0.5) * row)
     plt.show()
+
+
+# --- distributed ---------------------------------------------------------------------------------
+
+BUCKET_COLOURS = (BLUE, ORANGE, GREEN, "#d7b5e8", "#f4a6a6", "#bfe3e0")
+
+
+def bucket_split(gm, buckets, width=COLUMN):
+    """A graph with each node coloured by the DDP bucket it falls in (``buckets`` as
+    ``bucket_nodes`` returns them: the last nodes of the graph first)."""
+    bucket_of = {node: i for i, bucket in enumerate(buckets) for node in bucket.nodes}
+    rows = fx_rows(gm.graph)
+    fig, ax = canvas(width, ROW * len(rows) + 0.45)
+    draw_dag(ax, rows, lambda n: n.all_input_nodes, fx_label, 0, 0, width,
+             style=lambda n: {"colour": BUCKET_COLOURS[bucket_of[n] % len(BUCKET_COLOURS)] if n in bucket_of
+                              else OP_COLOURS[n.op]})
+    legend(ax, [("input / output", GREY, "#666666")] +
+           [(f"piece of bucket {i}", BUCKET_COLOURS[i % len(BUCKET_COLOURS)], "#666666") for i in range(len(buckets))],
+           ROW * len(rows) + 0.05)
+    plt.show()
+
+
+def event_timeline(timelines, width=COLUMN, unit="ms"):
+    """One row per variant: each event a tick at its time, labelled above it."""
+    row = 0.75
+    span = max(t for events in timelines.values() for _, t in events) * 1.08
+    left = 2.4
+    scale = (width - left - 0.2) / span
+    fig, ax = canvas(width, row * len(timelines) + 0.55)
+    for i, (variant, events) in enumerate(timelines.items()):
+        y = 0.35 + (i + 0.6) * row
+        ax.text(0.1, y, variant, va="center", fontsize=FONT)
+        ax.plot([left, left + span * scale], [y, y], color="#999999", linewidth=0.8)
+        for label, t in events:
+            colour = RED if label == "input gradient" else "#1f5fa8"
+            ax.plot([left + t * scale] * 2, [y - 0.12, y + 0.12], color=colour, linewidth=1.5)
+            ax.text(left + t * scale, y - 0.17, label.replace("all-reduce ", "b"), ha="center", fontsize=7,
+                    color=colour)
+    ax.text(left, 0.2, f"0 {unit} = start of the backward; b<i> = bucket i's all-reduce launched; "
+            "red = gradient of the input (backward done)", fontsize=7.5, color="#444444")
+    plt.show()
