@@ -49,6 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
+from ..collectives import WAIT, is_collective
 from ..symbolic_shapes import SymbolicShapeError
 from .symbolic import SYM_TYPES, SymbolicValues
 
@@ -143,6 +144,10 @@ def _check_traceable(func, args):
     integer_indexing = func is torch.ops.aten.index.Tensor and all(
         i is None or i.dtype not in (torch.bool, torch.uint8) for i in args[1]
     )
+    if is_collective(func) and torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        raise NotImplementedError(
+            f"tinydynamo.aot: {func} of a tensor that requires grad; collectives are not differentiated")
     if torch.Tag.dynamic_output_shape in func.tags and not integer_indexing:
         raise NotImplementedError(
             f"tinydynamo.aot: the output shape of {func} depends on tensor data; unsupported"
@@ -241,6 +246,8 @@ class DispatchTracer(TorchDispatchMode):
         if func is aten._local_scalar_dense.default and self.symbolic:
             return self._read_scalar_input(args[0])
         _check_traceable(func, args)
+        if func is WAIT:
+            return self._trace_wait(args[0])
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
         if func in IN_PLACE_VIEWS:
@@ -287,6 +294,17 @@ class DispatchTracer(TorchDispatchMode):
         if self.symbolic:
             return _run_on_meta(func, args, kwargs)
         return func(*args, **kwargs)
+
+    def _trace_wait(self, tensor):
+        """``wait_tensor`` hands back the very tensor a collective issued, now complete. From here
+        on its value is the wait node's, so every op that reads it comes after the wait."""
+        info = self._infos.get(id(tensor))
+        if info is None or info.view is not None:
+            raise NotImplementedError("tinydynamo.aot: wait_tensor of a tensor that no collective returned")
+        node = self._emit(WAIT, (self._current(info),), {}, tensor)
+        out = self._run(WAIT, (tensor,), {})
+        info.storage.base_node = node
+        return out
 
     def _trace_as_strided(self, args, kwargs):
         """as_strided, applied in the graph to a contiguous copy of its input (see

@@ -1,0 +1,28 @@
+"""The functional collectives every stage knows (book chapter 14, "Compiling distributed programs").
+
+``dist.all_reduce(t)`` changes ``t`` in place and returns when the collective is done. A graph
+cannot hold that, so Dynamo records it as PyTorch's *functional* collectives do
+(``torch.ops._c10d_functional``): the collective op returns a new tensor and only *issues* the
+communication; ``wait_tensor`` of that tensor waits for it; a ``copy_`` puts the result back
+into ``t``. Splitting issue from wait is what lets the Scheduler start a collective early and
+wait for it late, with independent compute in between.
+
+torch.distributed is the engine: these ops are its own, run eagerly by every backend.
+"""
+import torch
+import torch.distributed  # noqa: F401 (registers the _c10d_functional ops)
+
+c10d = torch.ops._c10d_functional
+
+# Ops that issue a collective: their result may be read only after wait_tensor of it.
+COLLECTIVES = frozenset({
+    c10d.all_reduce.default,
+    c10d.all_gather_into_tensor.default,
+    c10d.reduce_scatter_tensor.default,
+    c10d.broadcast.default,
+})
+WAIT = c10d.wait_tensor.default
+
+
+def is_collective(target):
+    return target in COLLECTIVES
