@@ -26,3 +26,18 @@ WAIT = c10d.wait_tensor.default
 
 def is_collective(target):
     return target in COLLECTIVES
+
+
+def local_stand_in(op, tensor, *args):
+    """What the AOT tracer runs instead of collective ``op``: a result of the right shape, made
+    from this rank's own data without communicating (the tensor itself, repeated for an
+    all_gather, its first slice for a reduce_scatter). The trace's values are thrown away, and
+    a real collective here would pair up with another rank's next one unless every rank traced
+    at the same moment."""
+    if op is c10d.all_gather_into_tensor.default:
+        group_size = args[0]
+        return torch.cat([tensor] * group_size)
+    if op is c10d.reduce_scatter_tensor.default:
+        group_size = args[1]
+        return tensor[:tensor.shape[0] // group_size].clone(memory_format=torch.contiguous_format)
+    return tensor.clone(memory_format=torch.contiguous_format)

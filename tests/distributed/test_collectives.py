@@ -222,8 +222,7 @@ def loss_with_reduced_statistics(x, w):
     return (torch.tanh(x @ w) * s).sum()
 
 
-def check_training_and_group_guards(rank, world_size):
-    tinydynamo.config.strict = True
+def _check_training(rank):
     failures = []
     for backend in ("aot_eager", "inductor"):
         tinydynamo.reset()
@@ -235,10 +234,15 @@ def check_training_and_group_guards(rank, world_size):
             loss_with_reduced_statistics(x, w2).backward()
             if not torch.allclose(w1.grad, w2.grad, atol=1e-5):
                 failures.append(f"training/{backend} step {step}: gradients differ from eager")
+    return failures
+
+
+def _check_group_guard(rank, world_size):
     group = dist.new_group(list(range(world_size)))
     tinydynamo.reset()
     before = tinydynamo.stats()["frames_compiled"]
     compiled = tinydynamo.compile(on_group, backend="eager")
+    failures = []
     for g in (group, group, dist.group.WORLD):  # another group: the graph names the first one's
         if not torch.equal(compiled(_data(rank, 0), g), on_group(_data(rank, 0), g)):
             failures.append("on_group differs from eager")
@@ -247,5 +251,25 @@ def check_training_and_group_guards(rank, world_size):
     return failures
 
 
-def test_training_with_a_collective_and_guards_on_the_process_group():
-    assert run_ranks(check_training_and_group_guards, 2, timeout=180) == [[], []]
+def _check_compiling_does_not_communicate(rank, world_size):
+    """Rank 0 compiles (AOT traces the program on real tensors), rank 1 runs eagerly: both must
+    issue the same collectives, or they would pair up wrongly."""
+    failures = []
+    for backend in ("aot_eager", "inductor"):
+        tinydynamo.reset()
+        fn = tinydynamo.compile(all_reduce_sum, backend=backend) if rank == 0 else all_reduce_sum
+        for step in range(STEPS):
+            expected = sum(_data(r, step) for r in range(world_size)) * 2 + 1
+            if not torch.equal(fn(_data(rank, step)), expected):
+                failures.append(f"{backend} step {step}: a compiling rank and an eager one disagree")
+    return failures
+
+
+def check_training_guards_and_compile_time(rank, world_size):
+    tinydynamo.config.strict = True
+    return (_check_training(rank) + _check_group_guard(rank, world_size)
+            + _check_compiling_does_not_communicate(rank, world_size))
+
+
+def test_training_group_guards_and_no_communication_while_compiling():
+    assert run_ranks(check_training_guards_and_compile_time, 2, timeout=180) == [[], []]

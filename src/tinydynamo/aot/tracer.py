@@ -49,7 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
-from ..collectives import WAIT, is_collective
+from ..collectives import WAIT, is_collective, local_stand_in
 from ..symbolic_shapes import SymbolicShapeError
 from .symbolic import SYM_TYPES, SymbolicValues
 
@@ -290,9 +290,12 @@ class DispatchTracer(TorchDispatchMode):
         return value
 
     def _run(self, func, args, kwargs):
-        """Run the op: on the real tensors, or on meta when tracing symbolically."""
+        """Run the op: on the real tensors, or on meta when tracing symbolically. A collective
+        does not communicate (see ``local_stand_in``)."""
         if self.symbolic:
             return _run_on_meta(func, args, kwargs)
+        if is_collective(func):
+            return local_stand_in(func, *args, **kwargs)
         return func(*args, **kwargs)
 
     def _trace_wait(self, tensor):
@@ -302,9 +305,8 @@ class DispatchTracer(TorchDispatchMode):
         if info is None or info.view is not None:
             raise NotImplementedError("tinydynamo.aot: wait_tensor of a tensor that no collective returned")
         node = self._emit(WAIT, (self._current(info),), {}, tensor)
-        out = self._run(WAIT, (tensor,), {})
         info.storage.base_node = node
-        return out
+        return tensor  # (what the collective returned was made here: nothing to wait for)
 
     def _trace_as_strided(self, args, kwargs):
         """as_strided, applied in the graph to a contiguous copy of its input (see
