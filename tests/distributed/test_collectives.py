@@ -144,6 +144,25 @@ def all_reduce_band(x):
     return x
 
 
+def functional_all_reduce(x, group_name):  # torch's functional collective, called directly
+    issued = c10d.all_reduce(x * 2, "sum", group_name)
+    return WAIT(issued)
+
+
+def _check_functional_collective_gradient(rank):
+    """torch gives the functional all_reduce a backward (an all_reduce of the gradient): the
+    joint graph traces it, and the gradients equal eager's."""
+    failures = []
+    for backend in ("aot_eager", "inductor"):
+        x1, x2 = _data(rank, 0).requires_grad_(), _data(rank, 0).requires_grad_()
+        name = dist.group.WORLD.group_name
+        tinydynamo.compile(functional_all_reduce, backend=backend)(x1, name).sum().backward()
+        functional_all_reduce(x2, name).sum().backward()
+        if not torch.equal(x1.grad, x2.grad):
+            failures.append(f"functional_all_reduce/{backend}: gradient differs from eager")
+    return failures
+
+
 def check_schedule_logs_and_breaks(rank, world_size):
     tinydynamo.config.strict = True
     failures = []
@@ -163,7 +182,7 @@ def check_schedule_logs_and_breaks(rank, world_size):
         explanation = tinydynamo.explain(fn)(arg)
         if not any(reason in str(r) for r in explanation.break_reasons):
             failures.append(f"{fn.__name__}: no graph break naming {reason!r}: {explanation.break_reasons}")
-    return failures
+    return failures + _check_functional_collective_gradient(rank)
 
 
 def _check_log(text):

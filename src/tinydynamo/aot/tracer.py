@@ -144,10 +144,6 @@ def _check_traceable(func, args):
     integer_indexing = func is torch.ops.aten.index.Tensor and all(
         i is None or i.dtype not in (torch.bool, torch.uint8) for i in args[1]
     )
-    if is_collective(func) and torch.is_grad_enabled() and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-        raise NotImplementedError(
-            f"tinydynamo.aot: {func} of a tensor that requires grad; collectives are not differentiated")
     if torch.Tag.dynamic_output_shape in func.tags and not integer_indexing:
         raise NotImplementedError(
             f"tinydynamo.aot: the output shape of {func} depends on tensor data; unsupported"
