@@ -12,10 +12,10 @@ import torch
 import torch.distributed as dist
 
 import tinydynamo
+from tinydynamo import prims
 from tinydynamo.collectives import WAIT, c10d
 from tinydynamo.inductor.compile_fx import generate_code
 from tinydynamo.prims.prim_tracer import PrimTracer
-from tinydynamo import prims
 from tinydynamo.testing.distributed import run_ranks
 
 BACKENDS = ("eager", "aot_eager", "decomp_eager", "inductor")
