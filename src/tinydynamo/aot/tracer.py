@@ -49,6 +49,7 @@ from .functionalization import (
     view_inverse,
     without_unneeded_mutation,
 )
+from ..collectives import WAIT, is_collective, local_stand_in
 from ..symbolic_shapes import SymbolicShapeError
 from .symbolic import SYM_TYPES, SymbolicValues
 
@@ -241,6 +242,8 @@ class DispatchTracer(TorchDispatchMode):
         if func is aten._local_scalar_dense.default and self.symbolic:
             return self._read_scalar_input(args[0])
         _check_traceable(func, args)
+        if func is WAIT:
+            return self._trace_wait(args[0])
         if func is aten.as_strided_.default:
             return self._trace_restride(args, kwargs)
         if func in IN_PLACE_VIEWS:
@@ -283,10 +286,23 @@ class DispatchTracer(TorchDispatchMode):
         return value
 
     def _run(self, func, args, kwargs):
-        """Run the op: on the real tensors, or on meta when tracing symbolically."""
+        """Run the op: on the real tensors, or on meta when tracing symbolically. A collective
+        does not communicate (see ``local_stand_in``)."""
         if self.symbolic:
             return _run_on_meta(func, args, kwargs)
+        if is_collective(func):
+            return local_stand_in(func, *args, **kwargs)
         return func(*args, **kwargs)
+
+    def _trace_wait(self, tensor):
+        """``wait_tensor`` hands back the very tensor a collective issued, now complete. From here
+        on its value is the wait node's, so every op that reads it comes after the wait."""
+        info = self._infos.get(id(tensor))
+        if info is None or info.view is not None:
+            raise NotImplementedError("tinydynamo.aot: wait_tensor of a tensor that no collective returned")
+        node = self._emit(WAIT, (self._current(info),), {}, tensor)
+        info.storage.base_node = node
+        return tensor  # (what the collective returned was made here: nothing to wait for)
 
     def _trace_as_strided(self, args, kwargs):
         """as_strided, applied in the graph to a contiguous copy of its input (see

@@ -13,6 +13,7 @@ import torch.fx
 from torch.utils._pytree import tree_leaves
 
 from .._logging import trace_artifact
+from ..collectives import WAIT, is_collective
 from ..prims.primitives import Prim
 from . import ir
 from .indexing import contiguous_strides
@@ -111,6 +112,8 @@ class GraphLowering(torch.fx.Interpreter):
             return lowerings[target.name](*args, **kwargs)
         if isinstance(target, Prim):
             return self.extern_kernel(target.impl, target.name, args, kwargs)
+        if is_collective(target) or target is WAIT:
+            return self.collective_kernel(target, args, kwargs)
         if isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable:
             return self.extern_kernel(target, str(target), args, kwargs)
         raise NotImplementedError(f"inductor: cannot lower call_function target {target!r}")
@@ -187,6 +190,16 @@ class GraphLowering(torch.fx.Interpreter):
             None if m is None else self.register_buffer(
                 lambda buf, m=m, i=i: ir.MultiOutput(buf, self.layout_of(m), parent, i))
             for i, m in enumerate(meta))
+
+    def collective_kernel(self, target, args, kwargs):
+        """A collective becomes two extern calls: one that issues it, one that waits for it."""
+        layout = self.layout_of(self.current_node.meta["val"])
+        if target is WAIT:
+            if not isinstance(args[0], ir.CollectiveKernel):
+                raise NotImplementedError(f"inductor: wait_tensor of {args[0]}, which no collective returned")
+            return self.register_buffer(lambda buf: ir.WaitKernel(buf, layout, target, args[0]))
+        args = _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, args)
+        return self.register_buffer(lambda buf: ir.CollectiveKernel(buf, layout, target, args, kwargs, str(target)))
 
     def format_ir(self):
         lines = [f"{b}" for b in self.graph_inputs]

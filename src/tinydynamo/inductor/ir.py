@@ -11,7 +11,8 @@ Lowering turns every prim into one of these nodes, as TorchInductor's ``ir.py`` 
   several consumers and would be costly to recompute.
 * :class:`InputBuffer`, :class:`ConstantBuffer`: memory that the caller provides.
 * :class:`ExternKernel` (and :class:`MultiOutput`): a library call (matmul, convolution,
-  random numbers) that the wrapper makes in Python; its output is a buffer.
+  random numbers) that the wrapper makes in Python; its output is a buffer. A collective is two:
+  :class:`CollectiveKernel` issues it, :class:`WaitKernel` waits for it (chapter 14).
 * Views copy nothing. :class:`ReinterpretView` is a view of a buffer: new sizes, strides and
   offset (a new :class:`Layout`). :class:`GenericView` is a view of something not in memory yet:
   a function that rewrites the index before calling the viewed node's loader.
@@ -217,8 +218,26 @@ class ExternKernel(Buffer):
         return found
 
     def __str__(self):
-        return (f"{self.name}: ExternKernel({self.kernel_name()}, args={_brief(self.args)}, "
+        return (f"{self.name}: {type(self).__name__}({self.kernel_name()}, args={_brief(self.args)}, "
                 f"kwargs={_brief(self.kwargs)}, {self.layout})")
+
+
+class CollectiveKernel(ExternKernel):
+    """An extern call that *issues* a collective (``_c10d_functional.all_reduce``...) and returns
+    at once: its output may be read only after the :class:`WaitKernel` of it (chapter 14)."""
+
+
+class WaitKernel(ExternKernel):
+    """``wait_tensor`` of a :class:`CollectiveKernel`'s output: the collective is complete after
+    it. Until then the collective may still read its inputs, so the wait counts as reading them
+    too: their memory is not reused before it."""
+
+    def __init__(self, name, layout, kernel, collective):
+        super().__init__(name, layout, kernel, [collective], {}, str(kernel))
+        self.collective = collective
+
+    def inputs(self):
+        return [self.collective, *self.collective.inputs()]
 
 
 class MultiOutput(Buffer):

@@ -16,6 +16,8 @@ How fusion works here (a small version of TorchInductor's ``scheduler.py``):
   write's. Otherwise (a column read across rows, a gather) the producer must finish first, in an
   earlier kernel. That check is what keeps fusion from changing results.
 * A node joins the earliest kernel, at or after all its producers, that shares a buffer with it.
+* A collective is issued as early as its inputs allow and waited for as late as its readers
+  allow (chapter 14), so that the kernels in between overlap with the communication.
 
 After fusion, buffers written and read only inside one kernel (like softmax's row max) do not
 need memory at all: they become a scalar or a small per-row array in the generated C++
@@ -80,6 +82,10 @@ class ExternKernelSchedulerNode:
         return list(self._output_names)
 
     def describe(self):
+        if isinstance(self.kernel, ir.CollectiveKernel):
+            return f"{self.name} (issue {self.kernel.kernel_name()})"
+        if isinstance(self.kernel, ir.WaitKernel):
+            return f"{self.name} (wait for {self.kernel.collective.name})"
         return f"{self.name} (extern {self.kernel.kernel_name()})"
 
 
@@ -132,6 +138,10 @@ def read_is_within_iteration(writer, dep, depth):
     return w_lo <= lo and hi <= w_hi
 
 
+def _is_extern(kernel, kind):
+    return isinstance(kernel, ExternKernelSchedulerNode) and isinstance(kernel.kernel, kind)
+
+
 class Scheduler:
     def __init__(self, graph):
         self.graph = graph
@@ -139,6 +149,7 @@ class Scheduler:
         self.nodes = self._create_nodes()
         self._remove_dead_nodes()
         self.kernels = self._fuse()
+        self._place_collectives()
         self._find_local_buffers()
         self.workspace_offsets, self.workspace_size = self._plan_memory()
         trace_artifact("schedule", self.format)
@@ -229,6 +240,33 @@ class Scheduler:
                         f"{dep.name} outside the outer iteration that writes it")
                     return 0
         return depth
+
+    # ------------------------------------------------------------------ collectives
+
+    def _place_collectives(self):
+        """Issue each collective as early as its inputs allow (in program order among
+        collectives, the order every rank issues them in), and wait for it as late as the first
+        kernel that reads its result allows: the kernels in between run while it is in flight."""
+        issued_before = 0
+        for kernel in [k for k in self.kernels if _is_extern(k, ir.CollectiveKernel)]:
+            self.kernels.remove(kernel)
+            pos = max(issued_before, self._after_producers(kernel))
+            self.kernels.insert(pos, kernel)
+            issued_before = pos + 1
+            self.decisions.append(f"issued {kernel.name} at kernel {pos}")
+        for kernel in [k for k in self.kernels if _is_extern(k, ir.WaitKernel)]:
+            self.kernels.remove(kernel)
+            pos = self._before_first_reader(kernel)
+            self.kernels.insert(pos, kernel)
+            self.decisions.append(f"waited for {kernel.kernel.collective.name} at kernel {pos}")
+
+    def _after_producers(self, node):
+        reads = node.read_names()
+        return max((pos + 1 for pos, k in enumerate(self.kernels) if reads & set(k.output_names())), default=0)
+
+    def _before_first_reader(self, node):
+        outputs = set(node.output_names())
+        return min((pos for pos, k in enumerate(self.kernels) if outputs & k.read_names()), default=len(self.kernels))
 
     # ------------------------------------------------------------------ memory
 

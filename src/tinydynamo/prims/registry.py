@@ -14,16 +14,20 @@ says which ops cannot); each is logged and counted.
 import torch
 
 from .. import config
+from ..collectives import COLLECTIVES, WAIT
 
 aten = torch.ops.aten
 
 decomposition_table: dict = {}
 
 # Fused attention: a library kernel, as in PyTorch's inductor (the unfused form, bmm + softmax,
-# is decomposed like any other graph).
+# is decomposed like any other graph). Collectives and their waits: torch.distributed's own
+# calls (chapter 14).
 EXTERN_FALLBACKS = frozenset({
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+    *COLLECTIVES,
+    WAIT,
 })
 
 

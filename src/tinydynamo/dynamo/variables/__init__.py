@@ -2,11 +2,12 @@
 
 Reading order, which is also the order of imports (each module imports only the ones before
 it): ``base`` (the interface), ``constant``, ``lists``/``dicts``/``sets``, ``functions``
-(inlining), ``tensor`` (how ops become graph nodes), ``ndarray``, ``torch``, ``nn_module``,
-``misc`` (classes, objects, ``super()``), ``builtin`` (operators and builtins), and ``builder``
-(wrapping real values, installing guards). A tracker that must wrap a real value it reached
-(an attribute, a global, a default) asks the translator, ``tx.build(value, source)``, and the
-builder picks the tracker type: so no tracker module imports the builder or a later module.
+(inlining), ``tensor`` (how ops become graph nodes), ``ndarray``, ``distributed`` (collectives,
+chapter 14), ``torch``, ``nn_module``, ``misc`` (classes, objects, ``super()``), ``builtin``
+(operators and builtins), and ``builder`` (wrapping real values, installing guards). A tracker
+that must wrap a real value it reached (an attribute, a global, a default) asks the translator,
+``tx.build(value, source)``, and the builder picks the tracker type: so no tracker module
+imports the builder or a later module.
 """
 from .base import GetAttrVariable, NullVariable, UnboundVariable, VariableTracker
 from .builder import VariableBuilder

@@ -307,6 +307,10 @@ def static_attribute(tx, obj_var, value, name, source):
     on_class = class_attribute_source(obj_var, name)
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, obj_var, source=on_class)
+    if isinstance(attr, property) and not isinstance(attr.fget, types.FunctionType):  # a C getter (pybind's)
+        if source is None:
+            unsupported(f"the C property {type(value).__name__}.{name} of an object with no source to guard it")
+        return tx.build(fold(getattr, value, name), source)  # no user code
     if isinstance(attr, property):
         fget_source = AttrSource(on_class, "fget") if on_class is not None else None
         return UserFunctionVariable(attr.fget, fget_source).call_function(tx, [obj_var], {})

@@ -4,7 +4,8 @@
 ``torch.nn.functional.gelu``, ``torch.cat``...). Calling it records ONE graph node, whether it
 is written in C or in Python (``F.softmax`` is not inlined: the node calls it at run time).
 A few torch functions touch state outside the graph (the RNG seed, default dtype, autograd
-itself): those are Unsupported.
+itself): those are Unsupported. The in-place collectives of ``torch.distributed`` become
+functional collectives (``distributed.py``, chapter 14).
 
 ``GradModeVariable`` is ``torch.no_grad()`` / ``torch.enable_grad()`` /
 ``torch.set_grad_enabled(mode)``: entering or leaving it records
@@ -23,6 +24,7 @@ from ..guards import Guard
 from ..trace_rules import inline_refusal
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
+from .distributed import IN_PLACE_COLLECTIVES, trace_collective
 from .ndarray import NumpyNdarrayVariable
 from .tensor import trace_op
 
@@ -40,7 +42,8 @@ SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.di
 # Questions with a fixed answer while a compiler traces, answered as torch._dynamo answers them:
 # libraries ask them to choose a traceable code path (transformers' is_torchdynamo_compiling).
 # Queries of global state that the trace answers now, guarded on the same answer next time.
-STATE_QUERIES = (torch.distributed.is_initialized, torch.autograd._is_checkpoint_valid)
+STATE_QUERIES = (torch.distributed.is_initialized, torch.distributed.get_world_size, torch.distributed.get_rank,
+                 torch.autograd._is_checkpoint_valid)
 TRACING_ANSWERS = {
     torch.compiler.is_compiling: True,
     torch.compiler.is_dynamo_compiling: True,
@@ -132,6 +135,8 @@ class TorchFunctionVariable(VariableTracker):
             answer = self.fn()
             tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, answer)))
             return ConstantVariable(answer)
+        if self.fn in IN_PLACE_COLLECTIVES:
+            return trace_collective(tx, self.fn, args, kwargs)
         if name in SIDE_EFFECT_FUNCTIONS or module.startswith(SIDE_EFFECT_MODULES):
             unsupported(f"{module}.{name}: it acts on state outside the graph")
         if self.fn is torch.is_grad_enabled:

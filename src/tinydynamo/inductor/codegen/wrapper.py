@@ -239,6 +239,9 @@ class WrapperCodeGen:
         args += [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()]
         call = f"{function}({', '.join(args)})"
         self.code.writeline(f"# {kernel.kernel_name()}")
+        if isinstance(kernel, ir.CollectiveKernel):  # in flight: nothing touches it before its wait
+            self.code.writeline(f"{kernel.name} = {call}")
+            return
         if kernel.layout is not None:
             self.code.writeline(f"{kernel.name} = restride({call}, {self._size(kernel.layout.size)}, "
                                 f"{self._size(kernel.layout.stride)}, {self._workspace_tensor()})")
