@@ -541,21 +541,41 @@ def bucket_split(gm, buckets, width=COLUMN):
 
 
 def event_timeline(timelines, width=COLUMN, unit="ms"):
-    """One row per variant: each event a tick at its time, labelled above it."""
-    row = 0.75
-    span = max(t for events in timelines.values() for _, t in events) * 1.08
-    left = 2.4
-    scale = (width - left - 0.2) / span
-    fig, ax = canvas(width, row * len(timelines) + 0.55)
+    """One row per variant: a blue tick when a bucket's all-reduce is launched (labelled with the
+    bucket, labels staggered on three levels), a red one when the input's gradient arrives; a
+    time axis below."""
+    row, left = 0.8, 2.3
+    span = max(t for events in timelines.values() for _, t in events) * 1.05
+    scale = (width - left - 0.3) / span
+    fig, ax = canvas(width, row * len(timelines) + 0.9)
     for i, (variant, events) in enumerate(timelines.items()):
-        y = 0.35 + (i + 0.6) * row
+        y = (i + 0.75) * row
         ax.text(0.1, y, variant, va="center", fontsize=FONT)
         ax.plot([left, left + span * scale], [y, y], color="#999999", linewidth=0.8)
+        buckets = [(label, t) for label, t in events if label != "input gradient"]
+        for j, (label, t) in enumerate(sorted(buckets, key=lambda event: event[1])):
+            ax.plot([left + t * scale] * 2, [y - 0.1, y + 0.1], color="#1f5fa8", linewidth=1.2)
+            ax.text(left + t * scale, y - 0.14 - 0.13 * (j % 3), label.replace("all-reduce ", "b"),
+                    ha="center", fontsize=7, color="#1f5fa8")
         for label, t in events:
-            colour = RED if label == "input gradient" else "#1f5fa8"
-            ax.plot([left + t * scale] * 2, [y - 0.12, y + 0.12], color=colour, linewidth=1.5)
-            ax.text(left + t * scale, y - 0.17, label.replace("all-reduce ", "b"), ha="center", fontsize=7,
-                    color=colour)
-    ax.text(left, 0.2, f"0 {unit} = start of the backward; b<i> = bucket i's all-reduce launched; "
-            "red = gradient of the input (backward done)", fontsize=7.5, color="#444444")
+            if label == "input gradient":
+                ax.plot([left + t * scale] * 2, [y - 0.16, y + 0.16], color=RED, linewidth=2)
+    axis_y = row * len(timelines) + 0.3
+    step = nice_step(span)
+    ax.plot([left, left + span * scale], [axis_y, axis_y], color="#444444", linewidth=0.8)
+    for k in range(int(span // step) + 1):
+        x = left + k * step * scale
+        ax.plot([x, x], [axis_y, axis_y + 0.06], color="#444444", linewidth=0.8)
+        ax.text(x, axis_y + 0.18, f"{k * step:g}", ha="center", fontsize=7.5)
+    ax.text(0.1, axis_y + 0.18, f"{unit} after the backward starts", fontsize=7.5, va="center")
+    ax.text(0.1, axis_y + 0.45, "blue b<i>: bucket i's all-reduce is launched;  red: the input's gradient "
+            "arrives (the backward is done)", fontsize=7.5, va="center", color="#444444")
     plt.show()
+
+
+def nice_step(span):
+    """A round tick spacing that gives about five ticks over ``span``."""
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 500, 1000):
+        if span / step <= 6:
+            return step
+    return span / 5
