@@ -1,4 +1,5 @@
 """The scheduler: what fuses, what must not, dead buffers, local buffers and buffer reuse."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -28,6 +29,40 @@ def test_softmax_over_rows_is_one_kernel_with_row_local_statistics():
     # row max, exp(x - max) (computed once, read by the sum and the output) and row sum
     assert kernel.outer == (16,) and len(kernel.local_buffers) == 3
     check_torch(lambda x: torch.softmax(x, -1), [x])
+
+
+def test_softmax_multiplies_each_row_by_one_reciprocal_of_its_sum():
+    """The row's last pass is a multiplication by 1 / sum, computed once per row (as aten's CPU
+    kernel does): a vector division costs several multiplications."""
+    x = torch.randn(16, 128)
+    _, module = generated(torch_graph(lambda x: torch.softmax(x, -1), [x]), [x])
+    last_pass = module.kernels_source.split("for (int64_t x1")[-1]
+    assert "1.0f / buf" in last_pass and " * " in last_pass
+
+
+def _masked_rows(x):
+    x = x.clone()
+    x[0] = float("-inf")  # fully masked: nan, as eager
+    x[1, ::2] = float("-inf")  # half masked
+    x[2, 1:] = -95.0  # exp(x - max) in float's subnormal range
+    return x
+
+
+SOFTMAX_CASES = {
+    "odd_sizes": (lambda: torch.randn(5, 1023), -1),
+    "masked_rows": (lambda: _masked_rows(torch.randn(6, 37)), -1),
+    "not_the_last_dim": (lambda: torch.randn(7, 33, 5), 1),
+    "not_contiguous": (lambda: torch.randn(40, 24).t(), -1),
+    "float64": (lambda: _masked_rows(torch.randn(6, 37, dtype=torch.float64)), -1),
+    "bfloat16": (lambda: torch.randn(9, 70).to(torch.bfloat16), -1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SOFTMAX_CASES))
+@pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
+def test_softmax_edge_cases_match_eager(case, op):
+    make, dim = SOFTMAX_CASES[case]
+    check_torch(lambda x: op(x, dim), [make()])
 
 
 def test_layer_norm_is_one_kernel():
