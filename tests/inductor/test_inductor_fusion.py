@@ -122,17 +122,33 @@ def test_dead_buffers_are_removed():
 def test_freed_workspace_buffers_are_reused():
     def fn(x, w):
         a = prims.mm(prims.exp(x), w)  # exp(x) lives in the workspace until the mm has read it
-        b = prims.mm(prims.tanh(a), w)  # tanh(a) can take its place
+        b = prims.mm(prims.tanh(a), w)  # tanh(a) can take its place, and b the place of a
         return prims.add(b, 1.0)
 
     x, w = torch.randn(32, 32), torch.randn(32, 32)
     scheduler, count = kernels_of(fn, [x, w], graph=prim_graph)
     assert count == 3
     assert sum(isinstance(k, ExternKernelSchedulerNode) for k in scheduler.kernels) == 2
-    assert len(scheduler.workspace_offsets) == 2
-    assert set(scheduler.workspace_offsets.values()) == {0}
-    assert scheduler.workspace_size == 32 * 32 * 4
+    # exp(x) and tanh(a) at 0; the two mm results (written with out=) after them
+    assert scheduler.workspace_offsets == {"buf0": 0, "buf1": 4096, "buf2": 0, "buf3": 4096}
+    assert scheduler.workspace_size == 2 * 32 * 32 * 4
     check_prims(fn, [x, w], atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_results_are_written_into_the_workspace():
+    """mm and bmm write into workspace memory (``out=``): no allocation per call, whose pages
+    the GEMM would fault in; the output of the graph is still a tensor of its own."""
+    def fn(x, w, q, k):
+        return prims.mm(prims.tanh(prims.mm(x, w)), w), prims.exp(prims.bmm(q, k))
+
+    inputs = [torch.randn(8, 16), torch.randn(16, 16), torch.randn(2, 4, 8), torch.randn(2, 8, 4)]
+    gm = prim_graph(fn, inputs)
+    scheduler, _ = generated(gm, inputs)
+    externs = [k.name for k in scheduler.kernels if isinstance(k, ExternKernelSchedulerNode)]
+    assert len(externs) == 3
+    outputs = set(scheduler.graph.output_names())
+    assert all((name in scheduler.workspace_offsets) != (name in outputs) for name in externs)
+    check_prims(fn, inputs, atol=1e-5, rtol=1e-5)
 
 
 def test_independent_reductions_of_the_same_input_share_a_kernel():
