@@ -68,7 +68,7 @@ def test_the_learners_cpp_is_compiled_and_run(pieces, tmp_path):
         assert a08.run_case(case, swap) is None
     assert counters["cpp_compiles"] == compiles + 1
     assert len(swap.sources) == 1 and "reduction(max:" in swap.sources[0]
-    for label in ("loop", "pointwise_body", "reduction_body", "exp", "sub", "div"):
+    for label in ("loop", "pointwise_body", "reduction_body", "exp", "sub", "reciprocal", "mul"):
         assert swap.calls[label] > 0, label
 
 

@@ -1,4 +1,5 @@
 """The scheduler: what fuses, what must not, dead buffers, local buffers and buffer reuse."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -28,6 +29,40 @@ def test_softmax_over_rows_is_one_kernel_with_row_local_statistics():
     # row max, exp(x - max) (computed once, read by the sum and the output) and row sum
     assert kernel.outer == (16,) and len(kernel.local_buffers) == 3
     check_torch(lambda x: torch.softmax(x, -1), [x])
+
+
+def test_softmax_multiplies_each_row_by_one_reciprocal_of_its_sum():
+    """The row's last pass is a multiplication by 1 / sum, computed once per row (as aten's CPU
+    kernel does): a vector division costs several multiplications."""
+    x = torch.randn(16, 128)
+    _, module = generated(torch_graph(lambda x: torch.softmax(x, -1), [x]), [x])
+    last_pass = module.kernels_source.split("for (int64_t x1")[-1]
+    assert "1.0f / buf" in last_pass and " * " in last_pass
+
+
+def _masked_rows(x):
+    x = x.clone()
+    x[0] = float("-inf")  # fully masked: nan, as eager
+    x[1, ::2] = float("-inf")  # half masked
+    x[2, 1:] = -95.0  # exp(x - max) in float's subnormal range
+    return x
+
+
+SOFTMAX_CASES = {
+    "odd_sizes": (lambda: torch.randn(5, 1023), -1),
+    "masked_rows": (lambda: _masked_rows(torch.randn(6, 37)), -1),
+    "not_the_last_dim": (lambda: torch.randn(7, 33, 5), 1),
+    "not_contiguous": (lambda: torch.randn(40, 24).t(), -1),
+    "float64": (lambda: _masked_rows(torch.randn(6, 37, dtype=torch.float64)), -1),
+    "bfloat16": (lambda: torch.randn(9, 70).to(torch.bfloat16), -1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SOFTMAX_CASES))
+@pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
+def test_softmax_edge_cases_match_eager(case, op):
+    make, dim = SOFTMAX_CASES[case]
+    check_torch(lambda x: op(x, dim), [make()])
 
 
 def test_layer_norm_is_one_kernel():
@@ -87,17 +122,33 @@ def test_dead_buffers_are_removed():
 def test_freed_workspace_buffers_are_reused():
     def fn(x, w):
         a = prims.mm(prims.exp(x), w)  # exp(x) lives in the workspace until the mm has read it
-        b = prims.mm(prims.tanh(a), w)  # tanh(a) can take its place
+        b = prims.mm(prims.tanh(a), w)  # tanh(a) can take its place, and b the place of a
         return prims.add(b, 1.0)
 
     x, w = torch.randn(32, 32), torch.randn(32, 32)
     scheduler, count = kernels_of(fn, [x, w], graph=prim_graph)
     assert count == 3
     assert sum(isinstance(k, ExternKernelSchedulerNode) for k in scheduler.kernels) == 2
-    assert len(scheduler.workspace_offsets) == 2
-    assert set(scheduler.workspace_offsets.values()) == {0}
-    assert scheduler.workspace_size == 32 * 32 * 4
+    # exp(x) and tanh(a) at 0; the two mm results (written with out=) after them
+    assert scheduler.workspace_offsets == {"buf0": 0, "buf1": 4096, "buf2": 0, "buf3": 4096}
+    assert scheduler.workspace_size == 2 * 32 * 32 * 4
     check_prims(fn, [x, w], atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_results_are_written_into_the_workspace():
+    """mm and bmm write into workspace memory (``out=``): no allocation per call, whose pages
+    the GEMM would fault in; the output of the graph is still a tensor of its own."""
+    def fn(x, w, q, k):
+        return prims.mm(prims.tanh(prims.mm(x, w)), w), prims.exp(prims.bmm(q, k))
+
+    inputs = [torch.randn(8, 16), torch.randn(16, 16), torch.randn(2, 4, 8), torch.randn(2, 8, 4)]
+    gm = prim_graph(fn, inputs)
+    scheduler, _ = generated(gm, inputs)
+    externs = [k.name for k in scheduler.kernels if isinstance(k, ExternKernelSchedulerNode)]
+    assert len(externs) == 3
+    outputs = set(scheduler.graph.output_names())
+    assert all((name in scheduler.workspace_offsets) != (name in outputs) for name in externs)
+    check_prims(fn, inputs, atol=1e-5, rtol=1e-5)
 
 
 def test_independent_reductions_of_the_same_input_share_a_kernel():

@@ -194,6 +194,12 @@ class ComputedBuffer(Buffer):
         return f"{self.name}: ComputedBuffer({self.layout})\n  = {self.data}"
 
 
+# Extern kernels that can write their result into memory the wrapper gives them (``out=``), as
+# TorchInductor's ``extern_kernels.mm(a, b, out=buf)``: their results then live in the workspace,
+# instead of in a fresh allocation whose pages the kernel faults in on every call.
+OUT_VARIANTS = {"mm": torch.mm, "bmm": torch.bmm}
+
+
 class ExternKernel(Buffer):
     """A library call made by the Python wrapper: ``kernel(*args, **kwargs)``.
 
@@ -210,6 +216,13 @@ class ExternKernel(Buffer):
 
     def kernel_name(self):
         return self._kernel_name
+
+    def out_variant(self):
+        """The library function that writes this kernel's (contiguous) result into a tensor it is
+        given, ``f(*args, out=tensor)``; None if there is none."""
+        if self.layout is None or not self.layout.is_contiguous():
+            return None
+        return OUT_VARIANTS.get(self._kernel_name)
 
     def inputs(self):
         """The realized IR values among the arguments."""

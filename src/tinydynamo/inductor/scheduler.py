@@ -299,14 +299,14 @@ class Scheduler:
         allocator = _Allocator()
         offsets = {}
         for pos, kernel in enumerate(self.kernels):
-            for node in getattr(kernel, "nodes", ()):
-                if node.name in outputs or node.name in kernel.local_buffers:
+            for buffer in _workspace_candidates(kernel):
+                if buffer.name in outputs:
                     continue
-                nbytes = node.buffer.layout.storage_size() * node.buffer.get_dtype().itemsize
+                nbytes = buffer.layout.storage_size() * buffer.get_dtype().itemsize
                 if not isinstance(nbytes, int):  # a symbolic size: the wrapper allocates it per call
                     continue
-                offsets[node.name] = allocator.allocate(node.name, nbytes)
-                allocator.free_after(node.name, max(readers.get(node.name, {pos})))
+                offsets[buffer.name] = allocator.allocate(buffer.name, nbytes)
+                allocator.free_after(buffer.name, max(readers.get(buffer.name, {pos})))
             allocator.release(pos)
         return offsets, allocator.size
 
@@ -317,6 +317,15 @@ class Scheduler:
         lines += [f"  {d}" for d in self.decisions]
         lines.append(f"  workspace: {self.workspace_size} bytes for {len(self.workspace_offsets)} buffer(s)")
         return "\n".join(lines)
+
+
+def _workspace_candidates(kernel):
+    """The buffers a kernel writes that may live in the workspace: a generated kernel's (except
+    its local buffers), and an extern kernel's result when the library can write it into memory it
+    is given (``torch.mm(a, b, out=...)``)."""
+    if isinstance(kernel, ExternKernelSchedulerNode):
+        return [kernel.kernel] if kernel.kernel.out_variant() is not None else []
+    return [node.buffer for node in kernel.nodes if node.name not in kernel.local_buffers]
 
 
 class _Allocator:

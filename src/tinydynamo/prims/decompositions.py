@@ -283,10 +283,13 @@ def _subtract_max(x, dim):
 
 @register_decomposition(aten._softmax.default)
 def softmax(x, dim, half_to_float):
-    """exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp from overflowing."""
+    """exp(x - max) / sum(exp(x - max)): subtracting the max keeps exp from overflowing.
+
+    As aten's CPU kernel, each element is multiplied by 1 / sum, computed once per row: a
+    vector division costs several times a multiplication, and it was the row's last pass."""
     dtype, x = _result_dtype(x, half_to_float), opmath(x)
     unnormalized = torch.exp(_subtract_max(x, dim))
-    return (unnormalized / unnormalized.sum(dim, keepdim=True)).to(dtype)
+    return (unnormalized * torch.reciprocal(unnormalized.sum(dim, keepdim=True))).to(dtype)
 
 
 @register_decomposition(aten._log_softmax.default)

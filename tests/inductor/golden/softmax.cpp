@@ -31,8 +31,9 @@ static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf3
     #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       float tmp7 = buf1[x1];
-      float tmp8 = tmp7 / buf2;
-      buf3[64*x0 + x1] = tmp8;
+      float tmp8 = 1.0f / buf2;
+      float tmp9 = tmp7 * tmp8;
+      buf3[64*x0 + x1] = tmp9;
     }
   }
 }

@@ -31,8 +31,9 @@ def triton_per_0(arg0_x_1, buf3, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     tmp5 = tl.where(rmask, tmp4, 0)
     tmp6 = tl.sum(tmp5, 1)[:, None]
     # buf3 (pointwise [32, 64])
-    tmp7 = tmp4 / tmp6
-    tl.store(buf3 + (rindex + 64*xindex), tmp7, xmask & rmask)
+    tmp7 = 1.0 / tmp6
+    tmp8 = tmp4 * tmp7
+    tl.store(buf3 + (rindex + 64*xindex), tmp8, xmask & rmask)
 
 # ---- wrapper
 def call(args):

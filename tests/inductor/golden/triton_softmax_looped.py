@@ -56,8 +56,9 @@ def triton_red_0(arg0_x_1, buf1, buf3, XBLOCK: tl.constexpr, RBLOCK: tl.constexp
         rindex = roffset + rbase
         rmask = rindex < rnumel
         tmp11 = tl.load(buf1 + (rindex + 64*xindex), xmask & rmask, other=0)
-        tmp12 = tmp11 / tmp10
-        tl.store(buf3 + (rindex + 64*xindex), tmp12, xmask & rmask)
+        tmp12 = 1.0 / tmp10
+        tmp13 = tmp11 * tmp12
+        tl.store(buf3 + (rindex + 64*xindex), tmp13, xmask & rmask)
 
 # ---- wrapper
 def call(args):

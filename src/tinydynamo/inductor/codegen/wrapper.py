@@ -234,11 +234,15 @@ class WrapperCodeGen:
     def _extern_call(self, node):
         kernel = node.kernel
         function = f"extern_{kernel.name}"
-        self.namespace[function] = kernel.kernel
         args = [self._value(a) for a in kernel.args]
         args += [f"{k}={self._value(v)}" for k, v in kernel.kwargs.items()]
-        call = f"{function}({', '.join(args)})"
         self.code.writeline(f"# {kernel.kernel_name()}")
+        if kernel.name in self.workspace_offsets:  # the library writes into the workspace
+            self.namespace[function] = kernel.out_variant()
+            self.code.writeline(f"{function}({', '.join(args)}, out={self._value(kernel)})")
+            return
+        self.namespace[function] = kernel.kernel
+        call = f"{function}({', '.join(args)})"
         if isinstance(kernel, ir.CollectiveKernel):  # in flight: nothing touches it before its wait
             self.code.writeline(f"{kernel.name} = {call}")
             return
