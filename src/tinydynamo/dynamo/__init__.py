@@ -15,6 +15,7 @@ Reading order, following one call of a compiled function:
     codegen.py           the transformed bytecode
     resume_execution.py  graph breaks: resume functions, the rest of a frame after a break
     explain.py           explain(): what was captured, and why not more
+    ddp_optimizer.py     under DistributedDataParallel: the graph split at its buckets (chapter 14)
 """
 from .convert_frame import reset
 from .api import OptimizedModule, compile
