@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-models test-opinfo test-fuzz test-py312 pytest check-assignments book check-site check-workflows assignments grade student-repo test-hook bench demo clean
+.PHONY: install test test-models test-opinfo test-fuzz test-mutants test-py312 pytest check-assignments book check-site check-workflows assignments grade student-repo test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test-models: install
 # build/opinfo.md (counts per status and dtype, every sample that did not pass) and build/opinfo.json.
 test-opinfo: install
 	TINYDYNAMO_OPINFO_REPORT=build/opinfo $(PY) -m pytest -m opinfo_full tests/opinfo
+
+# Every assignment's catalogue of learner mistakes (tests/course/mutants), each graded: every mutant
+# must lose points, with a message that names the case. About 20 minutes on two cores.
+test-mutants: install
+	$(PY) -m pytest -m mutants tests/course/test_mutants.py
 
 # A long run of the random-program fuzzer (2000 forward and 1000 training programs, fresh randomness);
 # `make test` runs a fixed budget. It stops at the first failure and prints the shrunk program.

@@ -2,7 +2,9 @@
 
 Each catalogue (``tests/course/mutants/aNN.py``, see ``tinydynamo.course.checking`` for how to add a
 mutant) runs in its own process, two at a time: the in-process grader runs the solution notebook's
-cells with one edit applied and stops once the mutant is proven caught.
+cells with one edit applied and stops once the mutant is proven caught. Grading every catalogue
+takes about 20 minutes on two cores, so it is its own target, ``make test-mutants``; ``make test``
+checks that each catalogue is complete.
 """
 import concurrent.futures
 import os
@@ -35,6 +37,7 @@ def checked(request):
     pool.shutdown(cancel_futures=True)
 
 
+@pytest.mark.mutants
 @pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda path: path.stem)
 def test_every_mutant_is_caught(checked, catalogue):
     result = checked[catalogue].result()

@@ -23,7 +23,7 @@ catalogue of mistakes, ``tests/course/mutants/aNN.py``: each ``Mutant`` is a sma
 a solution cell. ``check_mutant`` applies it to the solution notebook, runs the notebook's code
 cells in-process in a fresh namespace (the cells nbgrader runs, hidden tests included) and proves
 that the grade drops and that a failing test's message names the case. ``python -m
-tinydynamo.course.checking tests/course/mutants/a01.py`` checks one catalogue; ``make test``
+tinydynamo.course.checking tests/course/mutants/a01.py`` checks one catalogue; ``make test-mutants``
 checks them all (``tests/course/test_mutants.py``).
 
 Adding a mutant
