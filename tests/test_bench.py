@@ -52,3 +52,29 @@ def test_dynamic_sweep_reports_compiles_and_the_generic_over_specialised_ratio()
     assert variants["tinydynamo dynamic"]["compiles"] == 1  # one graph, kernels for every size
     assert variants["tinydynamo specialised"]["compiles"] == len(result["sizes"])
     assert "specialised / generic" in dynamic.to_markdown([result])
+
+
+def test_fork_benchmark_times_the_ensembles_sequential_and_forked():
+    from tinydynamo.bench import fork
+
+    variants = tuple(v for v in fork.VARIANTS if v != "TorchScript fork/wait")  # see the next test
+    (result,) = fork.run(["mlp_ensemble"], quick=True, rounds=1, variants=variants)
+    assert all(r["error"] is None and r["median_s"] > 0 for r in result["variants"].values()), result
+    assert result["ratios"]["tinydynamo fork/wait over tinydynamo sequential"] > 0
+    assert "tinydynamo sequential / fork" in fork.to_markdown([result])
+
+
+def test_fork_benchmark_command_with_torchscript_writes_results(tmp_path):
+    """In a process of its own: TorchScript's inter-op pool may abort the exit of the process
+    that used it (torch 2.13), which the command avoids with os._exit."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tinydynamo.bench", "--fork", "--quick", "--rounds", "1",
+                           "--workloads", "mlp_ensemble", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = tmp_path.glob("fork-bench-cpu-*.json")
+    data = json.loads(path.read_text())
+    (workload,) = data["workloads"]
+    assert workload["variants"]["TorchScript fork/wait"]["error"] is None
+    assert data["environment"]["inter_op_threads"] >= 1

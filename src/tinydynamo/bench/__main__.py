@@ -8,7 +8,7 @@ import tempfile
 
 import torch
 
-from . import ddp, dynamic, harness, report
+from . import ddp, dynamic, fork, harness, report
 from .workloads import WORKLOADS
 
 
@@ -17,11 +17,14 @@ def parse_args(argv):
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (for the book and CI)")
     parser.add_argument("--workloads", help="comma-separated names: " + ", ".join(WORKLOADS)
-                        + "; with --dynamic: " + ", ".join(dynamic.WORKLOADS))
+                        + "; with --dynamic: " + ", ".join(dynamic.WORKLOADS)
+                        + "; with --fork: " + ", ".join(fork.WORKLOADS))
     parser.add_argument("--dynamic", action="store_true",
                         help="the dynamic-shape benchmark: each workload over a sweep of sizes")
     parser.add_argument("--ddp", action="store_true",
                         help="the DDP benchmark: training steps/s of compiled DDP on 2 gloo ranks")
+    parser.add_argument("--fork", action="store_true",
+                        help="the fork/wait benchmark: ensembles run sequentially and with torch.jit.fork")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
     parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
     parser.add_argument("--warm-caches", action="store_true",
@@ -43,7 +46,7 @@ def main(argv=None):
     if args.device == "cuda" and not torch.cuda.is_available():
         print("No CUDA GPU is available on this machine: the GPU benchmark was not run.")
         return 0
-    known = dynamic.WORKLOADS if args.dynamic else WORKLOADS
+    known = dynamic.WORKLOADS if args.dynamic else fork.WORKLOADS if args.fork else WORKLOADS
     names = [n for n in (args.workloads or ",".join(known)).split(",") if n]
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -54,6 +57,8 @@ def main(argv=None):
         return run_ddp(args)
     if args.dynamic:
         return run_dynamic(names, args)
+    if args.fork:
+        return run_fork(names, args)
     copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
     data = report.to_json(report.environment(args.device, args.quick), copy_gbps, results)
     path = report.write(data, args.out)
@@ -88,5 +93,27 @@ def run_ddp(args):
     return 0
 
 
+def run_fork(names, args):
+    before = fork.threads()
+    results = fork.run(names, args.quick, args.rounds)
+    after = fork.threads()["load_average_1min"]
+    data = {"environment": {**report.environment(args.device, args.quick), **before,
+                            "load_average_1min_after": after}, "workloads": results}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"fork-bench-{args.device}-{datetime.date.today()}.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+    with open(path[:-len(".json")] + ".md", "w") as f:
+        f.write(fork.to_markdown(results) + "\n")
+    print(fork.to_markdown(results))
+    print(f"\nresults written to {path} (and .md)")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # TorchScript's inter-op pool (the --fork baseline) can abort the interpreter's exit in torch
+    # 2.13 ("terminate called without an active exception"): end without running its teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -25,6 +25,9 @@ class Unsupported(RuntimeError):
         super().__init__(reason)
         self.reason = reason
         self.user_stack = []  # [(filename, lineno, function name)], outermost call first
+        # translator -> the instruction of its frame where the graph breaks for this error, when
+        # that is not the one being traced (an exception caught and re-raised, a future that escapes)
+        self.first_seen = {}
 
     def add_frame(self, filename, lineno, name):
         """Record one more (outer) frame; the innermost is added first."""
@@ -58,8 +61,7 @@ class TracedException(Unsupported):
 
     def __init__(self, exception, reason=None):
         super().__init__(reason or f"{type(exception).__name__}: {exception} at trace time")
-        self.exception = exception
-        self.first_seen = {}  # translator -> the instruction of its frame where it was raised
+        self.exception = exception  # first_seen: for each frame, the instruction where it was raised
 
 
 def raise_at_trace_time(exception, reason=None):

@@ -5,6 +5,11 @@ It runs ``fn`` once under a fresh callback whose backend only records the graphs
 how many graphs were captured, every graph break (the reason, and the ``file:line`` of the
 user's code where it happened; also the breaks that made a whole frame run eagerly), and the
 source of each guard function.
+
+A graph counts once for every time the backend compiles one. A frame that forks
+(``torch.jit.fork``, see ``fork_join``) gives several without any graph break: each forked
+body, and each piece of the frame's graph cut at its forks and waits. ``meta["fork_join"]`` of
+such a graph says which it is, and the report prints it.
 """
 import dataclasses
 
@@ -59,7 +64,8 @@ class ExplainOutput:
             lines.append("Break reasons:")
             lines += [f"  {i + 1}. {reason}" for i, reason in enumerate(self.break_reasons)]
         for i, gm in enumerate(self.graphs):
-            lines += [f"Graph {i}:", gm.print_readable(print_output=False)]
+            what = f" ({gm.meta['fork_join']})" if "fork_join" in getattr(gm, "meta", {}) else ""
+            lines += [f"Graph {i}{what}:", gm.print_readable(print_output=False)]
         for i, guard in enumerate(self.guards):
             lines += [f"Guards {i}:", guard]
         return "\n".join(lines)

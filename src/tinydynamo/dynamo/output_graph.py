@@ -3,7 +3,8 @@ and 4: built while tracing, compiled at the end).
 
 One OutputGraph per translated frame (inlined functions append to it too). It owns
 
-- the ``torch.fx.Graph`` and a tracer that creates proxies in it;
+- the ``torch.fx.Graph`` and a tracer that creates proxies in it (while the body of a
+  ``torch.jit.fork`` is traced, the tracer of that body's own graph: ``SubgraphTracer``);
 - the graph inputs, keyed by Source: every tensor the frame reads from outside becomes a
   placeholder, in the order first read, with the real tensor kept as the example input;
 - the guards collected while tracing.
@@ -15,6 +16,7 @@ it and rebuilds the values the frame returns. A graph break (chapter 5) ends the
 way, with ``codegen_after_graph`` and ``call_graph``, but rebuilds the value stack and the live
 locals instead of a return value.
 """
+import contextlib
 import itertools
 import operator
 import re
@@ -29,10 +31,10 @@ from .._logging import trace_artifact
 from ..backends import compiler_for_symbolic_graph
 from ..symbolic_shapes import ShapeEnv
 from ..utils import counters
-from . import eval_frame
+from . import eval_frame, fork_join
 from .automatic_dynamic import DYNAMIC_DIMS, dynamic_dims, is_dynamic_int
 from .codegen import PyCodegen
-from .exc import BackendCompilerFailed
+from .exc import BackendCompilerFailed, unsupported
 from .guards import Guard, autocast_state
 from .side_effects import SideEffects
 from .source import AttrSource, GlobalSource, SizeSource
@@ -55,6 +57,67 @@ _compiled_fn_ids = itertools.count()
 installed_globals = []
 
 
+class SubgraphTracer(torch.fx.proxy.GraphAppendingTracer):
+    """Creates the nodes of one FX graph: the frame's (``parent`` None), or the body of a
+    ``torch.jit.fork`` traced inside it (``variables/futures.py``), nested in the graph that
+    forks it.
+
+    A body uses values of the graphs around it: the fork's arguments, a tensor it closes over,
+    a parameter of the module it runs. Such a value becomes a placeholder of the body's graph:
+    it is *lifted*, as Dynamo lifts the free variables of a higher-order op's body, and
+    ``lifted`` remembers, in placeholder order, which node of the parent graph each one stands
+    for (the fork node passes those). A value of a graph that does not enclose this one (a
+    tensor computed in a forked body, used outside it without ``torch.jit.wait``) is Unsupported.
+    """
+
+    def __init__(self, parent=None):
+        super().__init__(torch.fx.Graph())
+        self.parent = parent
+        self.lifted = {}  # node of the parent graph -> the placeholder that stands for it here
+        self.submodules = {}  # name -> GraphModule of a body forked from this graph
+
+    def create_arg(self, a):
+        if isinstance(a, torch.fx.Proxy):
+            return self.lift(a.node)
+        return super().create_arg(a)
+
+    def lift(self, node):
+        """``node``, a node of this graph or of one around it, as a value of this graph."""
+        if node.graph is self.graph:
+            return node
+        if self.parent is None:
+            unsupported("a value computed inside a forked function is used outside it "
+                        "without torch.jit.wait")
+        outer = self.parent.lift(node)
+        if outer not in self.lifted:
+            self.lifted[outer] = self.create_placeholder(outer.name, outer.meta.get("example_value"))
+            self.lifted[outer].meta["device"] = outer.meta.get("device")
+        return self.lifted[outer]
+
+    def create_placeholder(self, name, example):
+        """A placeholder after the existing ones."""
+        placeholders = self.graph.find_nodes(op="placeholder")
+        insert_point = self.graph.inserting_after(placeholders[-1]) if placeholders else \
+            self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        with insert_point:
+            node = self.create_node("placeholder", name, (), {})
+        node.meta["example_value"] = example
+        return node
+
+    def add_submodule(self, prefix, module):
+        """Keep ``module`` (a forked body) as an attribute of this graph's module; its name."""
+        name = f"{prefix}_{len(self.submodules)}"
+        self.submodules[name] = module
+        return name
+
+    def graph_module(self):
+        """The GraphModule of this graph, its forked bodies as submodules."""
+        root = torch.nn.Module()
+        for name, module in self.submodules.items():
+            root.add_module(name, module)
+        return torch.fx.GraphModule(root, self.graph)
+
+
 class OutputGraph:
     def __init__(self, code, f_globals, compiler_fn, dynamic=None):
         self.code = code
@@ -62,8 +125,10 @@ class OutputGraph:
         self.shape_env = ShapeEnv(where=self.user_location)
         self.root_globals = f_globals
         self.compiler_fn = compiler_fn
-        self.graph = torch.fx.Graph()
-        self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
+        self.tracer = SubgraphTracer()  # the frame's graph
+        self.graph = self.tracer.graph
+        self.current_tracer = self.tracer  # where nodes go: the frame's graph, or a forked body's
+        self.forks_outstanding = set()  # fork nodes traced and not waited for yet
         self.graph_inputs = []  # [(source, real tensor, TensorVariable)], placeholder order
         self.input_by_id = {}  # id(real tensor) -> its TensorVariable (one input per tensor)
         self.input_properties = {}  # id(real tensor) -> what its TENSOR_MATCH checks
@@ -119,15 +184,11 @@ class OutputGraph:
         return var
 
     def create_placeholder(self, source, example):
-        """A placeholder after the existing ones (graph inputs come first, in the order read)."""
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
-        insert_point = self.graph.inserting_after(placeholders[-1]) if placeholders else \
-            self.graph.inserting_before(next(iter(self.graph.nodes), None))
-        with insert_point:
-            proxy = self.tracer.create_proxy("placeholder", source.placeholder_name(), (), {})
-        proxy.node.meta["example_value"] = example
-        proxy.node.meta["source"] = source.name()
-        return proxy
+        """A placeholder of the frame's graph, even while a forked body is traced (the body
+        lifts it): graph inputs come first, in the order read."""
+        node = self.tracer.create_placeholder(source.placeholder_name(), example)
+        node.meta["source"] = source.name()
+        return torch.fx.Proxy(node, self.tracer)
 
     def example_input(self, source, value):
         """The meta tensor that stands for the input ``value`` while tracing, and what its
@@ -161,10 +222,31 @@ class OutputGraph:
         return next(value for _, value, input_var in self.graph_inputs if input_var is var)
 
     def create_proxy(self, kind, target, args, kwargs):
-        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        proxy = self.current_tracer.create_proxy(kind, target, args, kwargs)
         if self.current_tx is not None:
             proxy.node.meta["stack_trace"] = self.current_tx.format_stack()
         return proxy
+
+    @contextlib.contextmanager
+    def subgraph(self):
+        """Trace into a graph of its own, nested in the current one (the body of a
+        ``torch.jit.fork``, see ``variables/futures.py``); yields its SubgraphTracer."""
+        tracer = SubgraphTracer(parent=self.current_tracer)
+        self.current_tracer = tracer
+        try:
+            yield tracer
+        finally:
+            self.current_tracer = tracer.parent
+
+    def records_effects(self):
+        """Whether an op traced now must record what it writes (``fork_join.EffectRecorder``):
+        inside a forked body, or while a fork is outstanding, it may run concurrently."""
+        return self.current_tracer is not self.tracer or bool(self.forks_outstanding)
+
+    def all_nodes(self):
+        """The nodes of the frame's graph and of every forked body in it."""
+        bodies = [m for body in self.tracer.submodules.values() for m in body.modules()]
+        return [*self.graph.nodes, *(n for body in bodies for n in body.graph.nodes)]
 
     def has_computation(self):
         return any(node.op not in ("placeholder", "output") for node in self.graph.nodes)
@@ -275,28 +357,40 @@ class OutputGraph:
             pending = []
 
     def compile_and_call_fx_graph(self):
-        """Make the GraphModule, run the backend on it, and install the result in globals."""
+        """Make the GraphModule, run the backend on it, and install the result in globals.
+        A graph with forks (``torch.jit.fork``) is compiled in pieces, each by the backend,
+        and run by ``fork_join``'s runtime."""
         self.graph.lint()
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        gm = self.tracer.graph_module()
         where = f"{self.code.co_qualname} ({self.code.co_filename}:{self.code.co_firstlineno})"
         trace_artifact("graph", lambda: f"graph of {where}\n{gm.print_readable(print_output=False)}")
         example_inputs = [value for _, value, _ in self.graph_inputs]
         compiler_fn = self.compiler_fn
-        if self.shape_env.var_to_val:
+        symbolic = bool(self.shape_env.var_to_val)
+        if symbolic:
             self.add_guard(Guard(None, "SHAPE_ENV", self.shape_env))
             compiler_fn = compiler_for_symbolic_graph(compiler_fn)
-        try:
-            compiled = compiler_fn(gm, example_inputs)
-        except Exception as error:
-            raise BackendCompilerFailed(error) from error
-        if not callable(compiled):
-            raise TypeError(f"backend {self.compiler_fn!r} returned {compiled!r}, which is not callable")
-        counters["graphs"] += 1
+
+        def compile_graph(graph_module, examples):
+            try:
+                compiled = compiler_fn(graph_module, examples)
+            except Exception as error:
+                raise BackendCompilerFailed(error) from error
+            if not callable(compiled):
+                raise TypeError(f"backend {self.compiler_fn!r} returned {compiled!r}, which is not callable")
+            counters["graphs"] += 1
+            return compiled
+
+        if fork_join.has_forks(gm):
+            compiled = fork_join.compile_forks(gm, example_inputs, compile_graph, symbolic=symbolic,
+                                               grad_mode=self.initial_grad_mode)
+        else:
+            compiled = compile_graph(gm, example_inputs)
         return self.install_global("__compiled_fn", eval_frame.disable(compiled))
 
     def add_aliasing_guard(self):
         """If the graph mutates tensors, two distinct inputs must not become one object later."""
-        mutates = any(n.op in ("call_method", "call_function") and is_mutation(n) for n in self.graph.nodes)
+        mutates = any(n.op in ("call_method", "call_function") and is_mutation(n) for n in self.all_nodes())
         tensor_sources = tuple(source for source, value, _ in self.graph_inputs if isinstance(value, torch.Tensor))
         if mutates and len(tensor_sources) > 1:
             sources = tensor_sources

@@ -19,18 +19,22 @@ class SideEffects:
         self.calls = []  # (function, argument trackers): ``object.__setattr__(obj, name, value)``...
         self.attr_values = {}  # tracker -> {name: tracker}: every attribute assigned, for reads
         self.item_writes = set()  # trackers of dict subclasses written through dict.__setitem__
+        self.version = 0  # counts the mutations recorded (a forked body may record none)
 
     def replay_call(self, fn, args):
         """Call ``fn(*args)`` after the graph (a slot of ``object`` or ``dict`` that the class
         overrides, reached through ``super()``)."""
+        self.version += 1
         self.calls.append((fn, args))
 
     def track_mutation(self, var):
+        self.version += 1
         if not any(var is seen for seen in self.mutated):
             self.mutated.append(var)
 
     def store_attr(self, var, name, value, replay=True):
         """``var.name = value``; ``replay=False`` when a call in ``calls`` makes the assignment."""
+        self.version += 1
         self.attr_values.setdefault(var, {})[name] = value
         if replay:
             self.attr_stores.setdefault(var, {})[name] = value

@@ -722,9 +722,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         except Unsupported as reason:
             if self.one_graph:
                 raise
-            inst = self.current_instruction
-            if isinstance(reason, TracedException):  # the break goes where it was raised, not
-                inst = reason.first_seen.get(self, inst)  # where a handler re-raised it
+            # The break goes where the error was first raised, not where a handler re-raised it;
+            # for a future that escapes, at its torch.jit.fork.
+            inst = reason.first_seen.get(self, self.current_instruction)
             reason.add_frame(self.code.co_filename, inst.positions.lineno, self.code.co_name)
             why_not = self.why_no_graph_break(inst)
             if why_not is not None:

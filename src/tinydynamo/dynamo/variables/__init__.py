@@ -3,17 +3,18 @@
 Reading order, which is also the order of imports (each module imports only the ones before
 it): ``base`` (the interface), ``constant``, ``lists``/``dicts``/``sets``, ``functions``
 (inlining), ``tensor`` (how ops become graph nodes), ``ndarray``, ``distributed`` (collectives,
-chapter 14), ``torch``, ``nn_module``, ``misc`` (classes, objects, ``super()``), ``builtin``
-(operators and builtins), and ``builder`` (wrapping real values, installing guards). A tracker
-that must wrap a real value it reached (an attribute, a global, a default) asks the translator,
-``tx.build(value, source)``, and the builder picks the tracker type: so no tracker module
-imports the builder or a later module.
+chapter 14), ``futures`` (``torch.jit.fork``, chapter 14), ``torch``, ``nn_module``, ``misc``
+(classes, objects, ``super()``), ``builtin`` (operators and builtins), and ``builder`` (wrapping
+real values, installing guards). A tracker that must wrap a real value it reached (an attribute, a
+global, a default) asks the translator, ``tx.build(value, source)``, and the builder picks the
+tracker type: so no tracker module imports the builder or a later module.
 """
 from .base import GetAttrVariable, NullVariable, UnboundVariable, VariableTracker
 from .builder import VariableBuilder
 from .builtin import BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, wrap_constant
 from .dicts import ConstDictVariable
+from .futures import FutureVariable
 from .functions import (
     BaseUserFunctionVariable,
     CellVariable,
@@ -41,6 +42,7 @@ from .torch import GradModeVariable, TorchFunctionVariable
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
+    "FutureVariable",
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",

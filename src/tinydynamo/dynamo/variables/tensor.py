@@ -23,6 +23,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from ...symbolic_shapes import is_symbolic, to_python
 from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
+from ..fork_join import EffectRecorder
 from ..source import AttrSource, SizeSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
@@ -75,6 +76,7 @@ class TensorVariable(VariableTracker):
         self.example_value = example_value
         self.device = device
         self.python_cls = python_cls
+        proxy.node.meta["device"] = device  # the node's real device (its example is on meta)
 
     def python_type(self):
         return self.python_cls
@@ -252,7 +254,9 @@ def trace_op(tx, kind, target, args, kwargs):
     if kind == "call_function" and getattr(target, "__name__", None) in UNSUPPORTED_METHODS:
         unsupported(UNSUPPORTED_METHODS[target.__name__])  # torch.Tensor.requires_grad_(x)
     device = result_device(kind, target, args, kwargs)
-    example = run_on_meta(kind, target, args, kwargs, symbolic=bool(tx.output.shape_env.var_to_val))
+    effects = EffectRecorder() if tx.output.records_effects() else nullcontext()  # it may run concurrently
+    with effects:
+        example = run_on_meta(kind, target, args, kwargs, symbolic=bool(tx.output.shape_env.var_to_val))
     mutates = is_inplace(kind, target, kwargs)
     if not contains_tensor(example) and not mutates:
         if example is None:
@@ -262,6 +266,8 @@ def trace_op(tx, kind, target, args, kwargs):
     proxy = tx.output.create_proxy(kind, target, tuple(map_trackers(args, as_proxy)),
                                    map_trackers(kwargs, as_proxy))
     proxy.node.meta["example_value"] = example
+    if isinstance(effects, EffectRecorder):
+        effects.annotate(proxy.node)
     tensors = [v for v in flatten_trackers([args, kwargs]) if isinstance(v, TensorVariable)]
     return wrap_result(tx, proxy, example, device, tensors)
 

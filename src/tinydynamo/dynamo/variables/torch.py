@@ -7,6 +7,8 @@ A few torch functions touch state outside the graph (the RNG seed, default dtype
 itself): those are Unsupported. The in-place collectives of ``torch.distributed`` become
 functional collectives (``distributed.py``, chapter 14).
 
+``torch.jit.fork`` and ``torch.jit.wait`` are traced by ``futures.py``.
+
 ``GradModeVariable`` is ``torch.no_grad()`` / ``torch.enable_grad()`` /
 ``torch.set_grad_enabled(mode)``: entering or leaving it records
 ``torch._C._set_grad_enabled(mode)`` in the graph, and switches grad mode while tracing too.
@@ -25,6 +27,7 @@ from ..trace_rules import inline_refusal
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .distributed import IN_PLACE_COLLECTIVES, trace_collective
+from .futures import FutureVariable, trace_fork
 from .ndarray import NumpyNdarrayVariable
 from .tensor import trace_op
 
@@ -120,6 +123,13 @@ class TorchFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         name = getattr(self.fn, "__name__", "")
         module = getattr(self.fn, "__module__", None) or ""
+        if self.fn is torch.jit.fork and args:  # its function traced into a graph of its own
+            return trace_fork(tx, args[0], args[1:], kwargs)
+        if self.fn is torch.jit.wait and len(args) == 1 and not kwargs:
+            if not isinstance(args[0], FutureVariable):
+                unsupported(f"torch.jit.wait of {args[0]}: not a future this graph forked (a fork "
+                            "that ran in Python, before a graph break, returns a real one)")
+            return args[0].wait(tx)
         arrays = [a for a in [*args, *kwargs.values()] if isinstance(a, NumpyNdarrayVariable)]
         if arrays:
             return self.call_with_arrays(tx, args, kwargs, arrays)
