@@ -70,15 +70,7 @@ def main(argv=None):
 def run_dynamic(names, args):
     results = dynamic.run(names, args.device, args.quick, args.rounds)
     data = {"environment": report.environment(args.device, args.quick), "workloads": results}
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"bench-dynamic-{args.device}-{datetime.date.today()}.json")
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
-    with open(path[:-len(".json")] + ".md", "w") as f:
-        f.write(dynamic.to_markdown(results) + "\n")
-    print(dynamic.to_markdown(results))
-    print(f"\nresults written to {path} (and .md)")
-    return 0
+    return write_results(data, dynamic.to_markdown(results), f"bench-dynamic-{args.device}", args.out)
 
 
 def run_ddp(args):
@@ -99,13 +91,18 @@ def run_fork(names, args):
     after = fork.threads()["load_average_1min"]
     data = {"environment": {**report.environment(args.device, args.quick), **before,
                             "load_average_1min_after": after}, "workloads": results}
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"fork-bench-{args.device}-{datetime.date.today()}.json")
+    return write_results(data, fork.to_markdown(results), f"fork-bench-{args.device}", args.out)
+
+
+def write_results(data, markdown, prefix, out_dir):
+    """``prefix-<date>.json`` and ``.md`` in ``out_dir``; prints the markdown."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{prefix}-{datetime.date.today()}.json")
     with open(path, "w") as f:
         json.dump(data, f, indent=1)
     with open(path[:-len(".json")] + ".md", "w") as f:
-        f.write(fork.to_markdown(results) + "\n")
-    print(fork.to_markdown(results))
+        f.write(markdown + "\n")
+    print(markdown)
     print(f"\nresults written to {path} (and .md)")
     return 0
 
