@@ -76,13 +76,7 @@ def run_dynamic(names, args):
 def run_ddp(args):
     result = ddp.run(args.quick, args.rounds)
     result["environment"] = report.environment(args.device, args.quick)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"ddp-bench-{args.device}-{datetime.date.today()}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(ddp.to_markdown(result))
-    print(f"\nresults written to {path}")
-    return 0
+    return write_results(result, ddp.to_markdown(result), f"ddp-bench-{args.device}", args.out)
 
 
 def run_fork(names, args):
