@@ -133,3 +133,14 @@ def collective_schedule(rank, world_size):
         tinydynamo.set_logs("")
     same = torch.allclose(compiled, issued_then_waited(x, w), rtol=1e-5, atol=1e-5)
     return same, log.getvalue()
+
+
+def branch(x, weight):
+    return torch.tanh(x @ weight)
+
+
+def forked(x, w1, w2):
+    first = torch.jit.fork(branch, x, w1)
+    second = torch.jit.fork(branch, x, w2)
+    y = x.relu()
+    return torch.jit.wait(first) + torch.jit.wait(second) + y.sum()

@@ -579,3 +579,30 @@ def nice_step(span):
         if span / step <= 6:
             return step
     return span / 5
+
+
+def fork_join_lanes(steps, width=COLUMN):
+    """The steps of a ForkJoinProgram (its ``str()``, one line per step) on two lanes: the calling
+    thread runs the pieces in order; each forked body runs on the pool from its fork to its wait."""
+    step_width = (width - 1.9) / len(steps)
+    x = lambda i: 1.8 + (i + 0.5) * step_width  # noqa: E731
+    fig, ax = canvas(width, 1.0 + 0.45 * sum(s.startswith("fork") for s in steps) + 0.6)
+    ax.text(0.1, 0.45, "calling thread", va="center", fontsize=FONT)
+    ax.text(0.1, 1.05, "thread pool", va="center", fontsize=FONT)
+    ax.plot([1.8, width - 0.1], [0.45, 0.45], color="#bbbbbb", linewidth=0.8)
+    forks, lane = {}, 0
+    for i, step in enumerate(steps):
+        kind, rest = step.split(" ", 1)
+        if kind == "fork":
+            forks[rest.split(":")[0]] = (i, 1.05 + 0.45 * lane)
+            lane += 1
+            arrow(ax, (x(i), 0.5), (x(i), forks[rest.split(":")[0]][1] - 0.17))
+        elif kind == "run":
+            box(ax, x(i), 0.45, "piece", step_width * 0.8, 0.34, colour=BLUE)
+        elif kind == "wait":
+            name = rest.split(" ")[0]
+            start, y = forks[name]
+            box(ax, (x(start) + x(i)) / 2, y, f"body of {name}", x(i) - x(start), 0.3, colour=ORANGE)
+            arrow(ax, (x(i), y - 0.15), (x(i), 0.62))
+            ax.text(x(i), 0.2, "wait", ha="center", fontsize=7.5, color="#444444")
+    plt.show()

@@ -1,5 +1,5 @@
 """The fork/wait benchmark: an ensemble of small models, one after the other or forked
-(chapter 5, "fork and wait").
+(chapter 14, "Compiling distributed programs").
 
 ``python -m tinydynamo.bench --fork`` builds ensembles of small models, as the TorchScript
 tutorial on dynamic parallelism does, and runs each through five variants, interleaved in rounds

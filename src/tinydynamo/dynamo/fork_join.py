@@ -1,5 +1,5 @@
 """fork_join: the bodies of ``torch.jit.fork`` compiled on their own and run concurrently
-(book chapter 5).
+(book chapter 14, "Compiling distributed programs").
 
 The translator (``variables/futures.py``) leaves ``fork`` and ``wait`` nodes in the frame's
 graph: a fork node calls a body graph (a submodule) on values of the graph, and its wait node

@@ -1,4 +1,4 @@
-"""``torch.jit.fork`` and ``torch.jit.wait``, traced instead of broken (book chapter 5).
+"""``torch.jit.fork`` and ``torch.jit.wait``, traced instead of broken (book chapter 14).
 
 In eager Python, ``torch.jit.fork(fn, *args)`` calls ``fn`` at once and returns a finished
 ``torch.jit.Future``; only TorchScript runs it on another thread. PyTorch's Dynamo breaks the
