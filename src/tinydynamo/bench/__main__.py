@@ -41,7 +41,7 @@ def cold_caches():
     tinydynamo.config.cache_dir = os.path.join(root, "tinydynamo")
 
 
-def main(argv=None):
+def main(argv=None, fork_builders=fork.BUILDERS):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("No CUDA GPU is available on this machine: the GPU benchmark was not run.")
@@ -58,7 +58,7 @@ def main(argv=None):
     if args.dynamic:
         return run_dynamic(names, args)
     if args.fork:
-        return run_fork(names, args)
+        return run_fork(names, args, fork_builders)
     copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
     data = report.to_json(report.environment(args.device, args.quick), copy_gbps, results)
     path = report.write(data, args.out)
@@ -79,9 +79,9 @@ def run_ddp(args):
     return write_results(result, ddp.to_markdown(result), f"ddp-bench-{args.device}", args.out)
 
 
-def run_fork(names, args):
+def run_fork(names, args, builders):
     before = fork.threads()
-    results = fork.run(names, args.quick, args.rounds)
+    results = fork.run(names, args.quick, args.rounds, builders)
     after = fork.threads()["load_average_1min"]
     data = {"environment": {**report.environment(args.device, args.quick), **before,
                             "load_average_1min_after": after}, "workloads": results}
@@ -102,9 +102,4 @@ def write_results(data, markdown, prefix, out_dir):
 
 
 if __name__ == "__main__":
-    code = main()
-    # TorchScript's inter-op pool (the --fork baseline) can abort the interpreter's exit in torch
-    # 2.13 ("terminate called without an active exception"): end without running its teardown.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(main())

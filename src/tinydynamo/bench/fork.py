@@ -2,14 +2,13 @@
 (chapter 14, "Compiling distributed programs").
 
 ``python -m tinydynamo.bench --fork`` builds ensembles of small models, as the TorchScript
-tutorial on dynamic parallelism does, and runs each through five variants, interleaved in rounds
-in one process:
+tutorial on dynamic parallelism does, and runs each through four variants, interleaved in rounds
+in one process (``python tools/fork_bench.py`` adds a fifth, TorchScript's forks on ATen's
+inter-op thread pool, the tutorial's parallel baseline):
 
 - ``eager sequential``: ``torch.stack([m(x) for m in models]).mean(0)``;
 - ``eager fork/wait``: the same with ``torch.jit.fork`` and ``torch.jit.wait``. Plain Python runs
   each fork at once, on the calling thread: this is the sequential run plus the futures;
-- ``TorchScript fork/wait``: ``torch.jit.script`` of that ensemble, whose forks run on ATen's
-  inter-op thread pool: the parallel baseline of the tutorial;
 - ``tinydynamo sequential``: the sequential ensemble compiled, one graph;
 - ``tinydynamo fork/wait``: the forked ensemble compiled: each model a body of its own, run on
   tinydynamo's thread pool (``dynamo/fork_join.py``).
@@ -26,8 +25,8 @@ import warnings
 
 import torch
 
-VARIANTS = ("eager sequential", "eager fork/wait", "TorchScript fork/wait", "tinydynamo sequential",
-            "tinydynamo fork/wait")
+import tinydynamo
+
 
 
 class Sequential(torch.nn.Module):
@@ -85,17 +84,15 @@ WORKLOADS = {
 }
 
 
-def _variant(name, models):
-    if name == "eager sequential":
-        return Sequential(models)
-    if name == "eager fork/wait":
-        return Forked(models)
-    if name == "TorchScript fork/wait":
-        # The baseline is TorchScript's own: the one place the benchmark, not the compiler, uses torch.jit.
-        return torch.jit.script(Forked(models))
-    import tinydynamo
-
-    return tinydynamo.compile(Sequential(models) if name == "tinydynamo sequential" else Forked(models))
+# How each variant is built from the ensemble's models. ``tools/fork_bench.py`` adds TorchScript's
+# forks (``torch.jit.script``), which src/tinydynamo may not call (DESIGN.md).
+BUILDERS = {
+    "eager sequential": Sequential,
+    "eager fork/wait": Forked,
+    "tinydynamo sequential": lambda models: tinydynamo.compile(Sequential(models)),
+    "tinydynamo fork/wait": lambda models: tinydynamo.compile(Forked(models)),
+}
+VARIANTS = tuple(BUILDERS)
 
 
 @dataclasses.dataclass
@@ -107,18 +104,18 @@ class ForkResult:
     error: str | None = None
 
 
-def run_workload(workload, quick, rounds, variants=VARIANTS):
+def run_workload(workload, quick, rounds, builders):
     torch.manual_seed(0)
     models = [workload.model(quick).eval() for _ in range(workload.members)]
     x = workload.input(quick)
     with torch.no_grad():
         reference = Sequential(models)(x)
-    calls, results = {}, {name: ForkResult(name) for name in variants}
+    calls, results = {}, {name: ForkResult(name) for name in builders}
     for name, result in results.items():
         try:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.fork's and script's
-                fn = _variant(name, models)
+                fn = builders[name](models)
                 start = time.perf_counter()
                 out = fn(x)
                 result.first_call_s = time.perf_counter() - start
@@ -164,14 +161,12 @@ def ratios(results):
     }
 
 
-def run(names, quick=False, rounds=None, variants=VARIANTS):
-    import tinydynamo
-
+def run(names, quick=False, rounds=None, builders=BUILDERS):
     rounds = rounds or (3 if quick else 15)
     results = []
     for name in names:
         tinydynamo.reset()
-        results.append(run_workload(WORKLOADS[name], quick, rounds, variants))
+        results.append(run_workload(WORKLOADS[name], quick, rounds, builders))
     return results
 
 
@@ -184,8 +179,8 @@ def threads():
 
 def to_markdown(results):
     lines = ["Each cell: median time of one call of the ensemble (speedup over eager sequential).", "",
-             "| workload | " + " | ".join(VARIANTS) + " | tinydynamo sequential / fork |",
-             "|---|" + "---|" * len(VARIANTS) + "---|"]
+             "| workload | " + " | ".join(results[0]["variants"]) + " | tinydynamo sequential / fork |",
+             "|---|" + "---|" * len(results[0]["variants"]) + "---|"]
     for w in results:
         v = w["variants"]
         eager = v["eager sequential"]["median_s"]
@@ -199,6 +194,6 @@ def to_markdown(results):
             return f"{r['median_s'] * 1e3:.2f} ms ({eager / r['median_s']:.2f}×)"
 
         ratio = w["ratios"]["tinydynamo fork/wait over tinydynamo sequential"]
-        lines.append(f"| {w['description']} | " + " | ".join(cell(n) for n in VARIANTS)
+        lines.append(f"| {w['description']} | " + " | ".join(cell(n) for n in v)
                      + f" | {f'{ratio:.2f}' if ratio else '-'} |")
     return "\n".join(lines)
