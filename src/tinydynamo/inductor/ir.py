@@ -46,6 +46,10 @@ class Layout:
             size == 1 or stride == expected
             for size, stride, expected in zip(self.size, self.stride, contiguous_strides(self.size)))
 
+    def is_static(self):
+        """Whether every size, stride and the offset are plain ints (no size symbols)."""
+        return all(isinstance(v, int) for v in (*self.size, *self.stride, self.offset))
+
     def storage_size(self):
         """How many elements from the base pointer this layout may touch."""
         if any(s == 0 for s in self.size):
@@ -219,8 +223,9 @@ class ExternKernel(Buffer):
 
     def out_variant(self):
         """The library function that writes this kernel's (contiguous) result into a tensor it is
-        given, ``f(*args, out=tensor)``; None if there is none."""
-        if self.layout is None or not self.layout.is_contiguous():
+        given, ``f(*args, out=tensor)``; None if there is none, or if the layout has symbolic sizes or
+        strides (the workspace holds static layouts only)."""
+        if self.layout is None or not self.layout.is_contiguous() or not self.layout.is_static():
             return None
         return OUT_VARIANTS.get(self._kernel_name)
 
