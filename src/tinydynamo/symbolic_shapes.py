@@ -133,6 +133,9 @@ class ShapeEnv:
         self.val_to_var = {}  # value -> symbol (duck sizing)
         self.guards = []  # ShapeGuard, in the order recorded
         self.marked_dynamic = {}  # symbol -> the source the user marked dynamic (mark_dynamic)
+        # A model asks the same questions again and again (ViT's forward: 7,213 conditions, 186
+        # distinct), and deciding one can take sympy milliseconds: each is decided once.
+        self.decided = {}  # condition -> True, False, or None (the hint decides, with a guard)
 
     # --- symbols --------------------------------------------------------------------------------
 
@@ -227,9 +230,13 @@ class ShapeEnv:
     def evaluate_condition(self, condition, where):
         """Decide ``condition`` now: statically if the ranges decide it, else by the hints, and
         then record the outcome as a guard."""
+        if condition in self.decided:
+            known = self.decided[condition]
+            return bool(self.hint(condition)) if known is None else known  # its guard is recorded
         known = self.static_value(condition)
         if known is None:
             known = self.static_value(self.simplify_condition(condition))
+        self.decided[condition] = known
         if known is not None:
             return known
         outcome = bool(self.hint(condition))
