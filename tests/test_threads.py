@@ -8,7 +8,10 @@ of matrix products), the error flag of the C++ kernels (a gather whose indices a
 in one thread only), reductions (softmax, log_softmax, var), and a training step whose backward
 graph runs in every thread.
 """
+import sys
 import threading
+import time
+import traceback
 
 import pytest
 import torch
@@ -20,6 +23,7 @@ from tinydynamo.backends import lookup_backend
 
 THREADS = 8
 CALLS = 12  # per thread and phase
+DEADLINE = 240  # seconds for all threads of one phase; a deadlock fails the test, with stacks
 BAD_THREAD = 0  # the one thread whose gathers go out of range, on odd calls
 
 
@@ -91,7 +95,7 @@ def run_in_threads(workload, compiled, eager):
 
     def worker(thread):
         generator = torch.Generator().manual_seed(1000 * thread)
-        barrier.wait()
+        barrier.wait(timeout=DEADLINE)
         for call in range(CALLS):
             inputs = make_inputs(workload, generator, thread, call)
             try:
@@ -116,12 +120,28 @@ def run_in_threads(workload, compiled, eager):
 
 
 def start_and_join(worker):
-    """worker(thread number) in THREADS threads at once; returns when all have finished."""
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    """worker(thread number) in THREADS threads at once; returns when all have finished. Fails
+    if a worker raised, or with the stack of every thread still running after DEADLINE seconds."""
+    crashes = []
+
+    def guarded(thread):
+        try:
+            worker(thread)
+        except BaseException as error:  # noqa: BLE001 (a thread's error would otherwise vanish)
+            crashes.append(f"thread {thread}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=guarded, args=(t,), daemon=True) for t in range(THREADS)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + DEADLINE
     for t in threads:
-        t.join()
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    stuck = [t for t in threads if t.is_alive()]
+    if stuck:
+        frames = sys._current_frames()
+        stacks = ["".join(traceback.format_stack(frames[t.ident])) for t in stuck if t.ident in frames]
+        pytest.fail(f"{len(stuck)} of {THREADS} threads still running after {DEADLINE} s:\n" + "\n".join(stacks))
+    assert not crashes, "\n".join(crashes)
 
 
 def workloads():
@@ -154,14 +174,15 @@ def test_backends_compile_graphs_in_several_threads_at_once():
     """Without dynamo's compile lock (as behind torch.compile, whose Dynamo calls the backend):
     each stage keeps its tracing state per thread."""
     functions = [with_intermediates, lambda x, w: reduction_chain(x @ w)] * (THREADS // 2)
+    # torch.fx.symbolic_trace patches torch.nn.Module globally while it runs: trace here, not in threads
+    graphs = [torch.fx.symbolic_trace(fn) for fn in functions]
     barrier = threading.Barrier(THREADS)
     problems = []
 
     def worker(thread):
-        fn = functions[thread]
+        fn, graph = functions[thread], graphs[thread]
         inputs = make_inputs("with_intermediates", torch.Generator().manual_seed(thread), thread, 0)
-        graph = torch.fx.symbolic_trace(fn)
-        barrier.wait()
+        barrier.wait(timeout=DEADLINE)
         try:
             torch.testing.assert_close(lookup_backend("inductor")(graph, list(inputs))(*inputs), fn(*inputs),
                                        rtol=1e-4, atol=1e-4)
@@ -182,7 +203,7 @@ def test_threads_with_changing_sizes_share_one_symbolic_frame():
 
     def worker(thread):
         generator = torch.Generator().manual_seed(thread)
-        barrier.wait()
+        barrier.wait(timeout=DEADLINE)
         for call in range(CALLS):
             x = torch.randn(3 + (thread + call) % 5, 33 + call % 3, generator=generator)
             try:
