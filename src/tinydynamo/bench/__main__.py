@@ -82,9 +82,10 @@ def run_ddp(args):
 def run_fork(names, args, builders):
     before = fork.threads()
     results = fork.run(names, args.quick, args.rounds, builders)
-    after = fork.threads()["load_average_1min"]
+    after = fork.threads()
     data = {"environment": {**report.environment(args.device, args.quick), **before,
-                            "load_average_1min_after": after}, "workloads": results}
+                            "load_average_1min_after": after["load_average_1min"],
+                            "cores_free_after": after["cores_free"]}, "workloads": results}
     return write_results(data, fork.to_markdown(results), f"fork-bench-{args.device}", args.out)
 
 

@@ -15,8 +15,13 @@ inter-op thread pool, the tutorial's parallel baseline):
 
 Every variant runs the same models (in eval mode, under ``no_grad``) and is checked against
 eager first. The ratio that matters is tinydynamo's sequential time over its fork/wait time: what
-running the bodies concurrently buys on this machine's cores.
+running the bodies concurrently buys on this machine's cores. It is large where each model's
+kernels are too small for intra-op parallelism (small MLPs, small conv nets) and gone where a
+model's matmuls already use every core (the wide MLPs). A fork costs tens of microseconds (a
+thread hand-off, and the compiled body's Python wrapper, which holds the GIL): bodies much
+shorter than that gain nothing.
 """
+import concurrent.futures
 import dataclasses
 import os
 import statistics
@@ -74,12 +79,16 @@ class ForkWorkload:
 WORKLOADS = {
     w.name: w
     for w in (
-        ForkWorkload("mlp_ensemble", "4 MLPs (3 layers, width 512), batch 128",
-                     lambda quick: mlp(64 if quick else 512),
-                     lambda quick: torch.randn(8 if quick else 128, 64 if quick else 512), 4),
+        ForkWorkload("mlp_ensemble", "8 MLPs (3 layers, width 256), batch 64",
+                     lambda quick: mlp(64 if quick else 256),
+                     lambda quick: torch.randn(8 if quick else 64, 64 if quick else 256), 8),
         ForkWorkload("convnet_ensemble", "4 conv nets (2 conv layers, 32 channels), 16 images 3x32x32",
                      lambda quick: convnet(8 if quick else 32),
                      lambda quick: torch.randn(2 if quick else 16, 3, 16 if quick else 32, 16 if quick else 32), 4),
+        # Matmuls big enough for intra-op parallelism to use every core already: little left for forks.
+        ForkWorkload("wide_mlp_ensemble", "4 MLPs (3 layers, width 1024), batch 32",
+                     lambda quick: mlp(64 if quick else 1024),
+                     lambda quick: torch.randn(8 if quick else 32, 64 if quick else 1024), 4),
     )
 }
 
@@ -171,10 +180,35 @@ def run(names, quick=False, rounds=None, builders=BUILDERS):
 
 
 def threads():
-    """The thread settings the run used (intra-op: per kernel; inter-op: the fork pools), and the
-    machine's load average (other jobs on a shared machine take cores from the forks)."""
+    """The thread settings the run used (intra-op: per kernel; inter-op: the fork pools), and how
+    much of the machine was free: its load average, and ``cores_free``, the speedup of two
+    single-threaded matmuls run in two threads over one after the other (2.0 on two idle cores).
+    On a shared machine other jobs take cores from the forks."""
     return {"intra_op_threads": torch.get_num_threads(), "inter_op_threads": torch.get_num_interop_threads(),
-            "load_average_1min": os.getloadavg()[0]}
+            "load_average_1min": os.getloadavg()[0], "cores_free": cores_free()}
+
+
+def cores_free(size=384, repeat=20):
+    a = torch.randn(size, size)
+
+    def work():
+        for _ in range(repeat):
+            a @ a
+
+    intra_op = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        work()
+        start = time.perf_counter()
+        work()
+        work()
+        one_thread = time.perf_counter() - start
+        start = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda _: work(), range(2)))
+        return round(one_thread / (time.perf_counter() - start), 2)
+    finally:
+        torch.set_num_threads(intra_op)
 
 
 def to_markdown(results):

@@ -29,9 +29,9 @@ the body then and there. This module makes the frame run it concurrently instead
 that cross from step to step by node name.
 
 Threads. A body runs on a pool of ``torch.get_num_interop_threads()`` threads, the size of the
-pool on which TorchScript runs its forks. Waiting for a body that no thread has started yet runs
-it on the waiting thread, which would otherwise sit idle: so a body that forks and waits again
-cannot deadlock the pool. The concurrency is real because compiled code releases the GIL while
+pool on which TorchScript runs its forks, while the frame's thread runs its pieces and waits. A
+body that forks and waits for a body no thread has started yet runs it itself, so bodies that
+fork again cannot deadlock the pool. The concurrency is real because compiled code releases the GIL while
 it computes: torch's kernels (the matmuls and convolutions inductor calls) release it, and so
 does ctypes around every call of a generated C++ kernel.
 
@@ -282,15 +282,23 @@ class Task:
         self.future = thread_pool().submit(self.run)
 
     def run(self):
-        with torch.inference_mode(self.inference_mode), torch.set_grad_enabled(self.grad_mode):
-            return self.fn(*self.args)
+        outer, running.body = getattr(running, "body", False), True
+        try:
+            with torch.inference_mode(self.inference_mode), torch.set_grad_enabled(self.grad_mode):
+                return self.fn(*self.args)
+        finally:
+            running.body = outer
 
     def join(self):
-        """The body's results. A body that no thread has started yet runs here instead: this
-        thread would only wait for it (and a pool full of waiting bodies could never run it)."""
-        if self.future.cancel():
+        """The body's results. A body waiting for one that no thread has started yet runs it
+        itself: a pool whose threads all wait could never run it. The frame's own thread just
+        waits: running bodies too, it would put one thread more than the pool's to work."""
+        if getattr(running, "body", False) and self.future.cancel():
             return self.run()
         return self.future.result()
+
+
+running = threading.local()  # .body: whether this thread is running a forked body
 
 
 class ForkJoinProgram:
