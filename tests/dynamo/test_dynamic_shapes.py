@@ -416,6 +416,22 @@ def test_guard_simplification_drops_only_implied_conditions():
     assert kept == [sympy.Eq(sympy.Mod(s1, 4), 0), sympy.Eq(FloorDiv(s1, 4), 2), sympy.Ne(s0, s1)], kept
 
 
+def test_each_condition_is_decided_once_and_guarded_once(monkeypatch):
+    """A condition asked again is answered from ShapeEnv.decided: by the ranges if they decided
+    it, else by the hint, without a second guard (a transformer asks the same ones per layer)."""
+    env = ShapeEnv()
+    s0, s1 = env.create_symbol(6, "a"), env.create_symbol(8, "b")
+    asked = []
+    static_value = ShapeEnv.static_value
+    monkeypatch.setattr(ShapeEnv, "static_value", lambda self, c: asked.append(c) or static_value(self, c))
+    by_hint, by_ranges = sympy.Lt(s0, s1), sympy.Ge(s0 * s1, 4)
+    assert all(env.evaluate_condition(by_hint, "here") is True for _ in range(50))
+    assert all(env.evaluate_condition(sympy.Not(by_hint), "here") is False for _ in range(50))
+    assert all(env.evaluate_condition(by_ranges, "here") is True for _ in range(50))
+    assert [g.expr for g in env.guards] == [by_hint]
+    assert len(asked) <= 2 * 3 + 2 * 3, asked  # the condition and its simplified form, once each (+ add_guard)
+
+
 def branches_on_the_size(x):
     if x.shape[0] == 5:
         return x + 1
