@@ -1489,6 +1489,24 @@ def module_list_index(model, x):
     return model(x)
 
 
+class SlicedSequential(nn.Module):
+    """Slices of an nn.Sequential (a new Sequential each): prefix, suffix, stepped, nested."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 5), nn.Tanh(), nn.Linear(5, 5))
+
+    def forward(self, x):
+        h = self.features[:2](x)
+        return self.features[2:](h) + self.features[::2][1:](h) - self.features[1:][-1](h) * len(self.features[1:4])
+
+
+# dynamo=False: torch._dynamo's graph also records each new Sequential's log_api_usage_once call
+@case(seeded(SlicedSequential), X, dynamo=False)
+def sequential_slices(model, x):
+    return model(x)
+
+
 @case(seeded(Named), X)
 def module_dict(model, x):
     return model(x)

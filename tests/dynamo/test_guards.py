@@ -283,6 +283,26 @@ def test_module_list_growing_recompiles():
     assert check(torch.randn(3)) == 1
 
 
+def test_a_sliced_sequential_recompiles_when_it_grows_and_is_rebuilt_when_it_escapes():
+    features = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3))
+
+    def f(x):
+        return features[1:](x)
+
+    def escapes(x):
+        tail = features[1:]
+        return tail(x), tail
+
+    check = Checker(f)
+    assert check(torch.randn(3)) == 1
+    features.append(nn.Tanh())  # the slice gets longer: guarded by the Sequential's length
+    assert check(torch.randn(3)) == 1
+    x = torch.randn(3)
+    out, tail = dynamo.compile(escapes, backend="eager")(x)
+    assert type(tail) is nn.Sequential and list(tail) == list(features)[1:] and tail is not features
+    torch.testing.assert_close(out, escapes(x)[0])
+
+
 def test_dict_keys_change_recompiles():
     def f(d):
         return sum(d.values())

@@ -8,10 +8,11 @@ built-in nn modules. Each module met is guarded by identity (ID_MATCH); the attr
 forward reads (``self.training``, ``self.eps``...) get their own guards when read.
 
 Module hooks would run code around ``forward`` that this tracer does not see: Unsupported.
-Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, measured
-and iterated; a LENGTH_CHECK guard keeps their length fixed.
+Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, sliced,
+measured and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
 import functools
+import operator
 import types
 
 import torch
@@ -141,6 +142,8 @@ class NNModuleVariable(VariableTracker):
 
         if isinstance(key, slice) and isinstance(self.module, torch.nn.ModuleList):
             return ListVariable([self.getitem(tx, i) for i in range(self.guarded_len(tx))[key]])
+        if isinstance(key, slice) and isinstance(self.module, torch.nn.Sequential):
+            return SequentialSliceVariable(tx, self, key)
         if isinstance(key, slice):
             unsupported(f"slicing a {type(self.module).__name__} (it builds a new module)")
         if isinstance(self.module, torch.nn.ModuleDict):
@@ -180,6 +183,40 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__}, {self.source.name()})"
+
+
+class SequentialSliceVariable(NNModuleVariable):
+    """``self.layers[1:]`` of an ``nn.Sequential``: a new Sequential holding some of its modules.
+    It is built now (slicing runs no user code), to trace its forward; each module in it is read
+    through the sliced one (``L['self'].layers[1]``), whose length is guarded, and the
+    transformed code slices again if the new Sequential outlives the graph."""
+
+    def __init__(self, tx, base, key):
+        super().__init__(base.module[key], None)
+        self.base, self.key = base, key
+        self.positions = range(base.guarded_len(tx))[key]  # of its modules, in ``base``
+
+    def var_getattr(self, tx, name):
+        if name in self.module._modules:  # a slice keeps its modules' names
+            return self.base.var_getattr(tx, name)
+        return static_attribute(tx, self, self.module, name, None)
+
+    def getitem(self, tx, key):
+        if isinstance(key, slice):
+            return SequentialSliceVariable(tx, self, key)
+        return self.base.getitem(tx, self.positions[key])
+
+    def guarded_len(self, tx):
+        return len(self.positions)
+
+    def reconstruct(self, codegen):
+        codegen.load_const(operator.getitem, push_null=True)
+        codegen(self.base)
+        codegen.load_const(self.key)
+        codegen.call(2)
+
+    def __repr__(self):
+        return f"SequentialSliceVariable({self.base!r}[{self.key.start}:{self.key.stop}:{self.key.step}])"
 
 
 def constructor_is_known(klass):
