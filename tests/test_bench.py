@@ -4,7 +4,7 @@ import json
 import torch
 
 from tinydynamo.bench import __main__ as bench
-from tinydynamo.bench import harness, workloads
+from tinydynamo.bench import harness, tuning, workloads
 
 
 def test_quick_run_writes_results(tmp_path, capsys):
@@ -52,6 +52,22 @@ def test_dynamic_sweep_reports_compiles_and_the_generic_over_specialised_ratio()
     assert variants["tinydynamo dynamic"]["compiles"] == 1  # one graph, kernels for every size
     assert variants["tinydynamo specialised"]["compiles"] == len(result["sizes"])
     assert "specialised / generic" in dynamic.to_markdown([result])
+
+
+def test_tuning_findings_measure_what_chapter_13_says(tmp_path):
+    """The facts chapter 13 states about the tuning guide's advice, from the same measurements."""
+    assert bench.main(["--tuning", "--quick", "--rounds", "1", "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("tuning-bench-cpu-*.json")
+    findings = {f["advice"]: f["values"] for f in json.loads(path.read_text())["findings"]}
+    assert len(findings) == len(tuning.FINDINGS)
+    fused = findings["fuse pointwise operations"]
+    assert (fused["eager ops"], fused["tinydynamo kernels"]) == (7, 1)
+    no_grad = findings["inference under torch.no_grad()"]
+    assert no_grad["eager, activations KiB, no_grad"] == no_grad["tinydynamo, activations KiB, no_grad"] == 0
+    assert 0 < no_grad["tinydynamo, activations KiB"] < no_grad["eager, activations KiB"]  # GELU recomputed
+    assert findings["activation checkpointing"]["eager, checkpointed, activations KiB"] == 0
+    assert findings["channels_last memory format"]["tinydynamo output stays channels_last"] is True
+    assert findings["mixed precision (torch.autocast, bfloat16)"]["tinydynamo compiles under autocast"] is False
 
 
 def test_fork_benchmark_times_the_ensembles_sequential_and_forked():

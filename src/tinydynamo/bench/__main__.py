@@ -1,5 +1,6 @@
 """``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 13)."""
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -8,7 +9,7 @@ import tempfile
 
 import torch
 
-from . import ddp, dynamic, fork, harness, report
+from . import ddp, dynamic, fork, harness, report, tuning
 from .workloads import WORKLOADS
 
 
@@ -25,6 +26,8 @@ def parse_args(argv):
                         help="the DDP benchmark: training steps/s of compiled DDP on 2 gloo ranks")
     parser.add_argument("--fork", action="store_true",
                         help="the fork/wait benchmark: ensembles run sequentially and with torch.jit.fork")
+    parser.add_argument("--tuning", action="store_true",
+                        help="the performance tuning guide's advice, measured eagerly and compiled")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
     parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
     parser.add_argument("--warm-caches", action="store_true",
@@ -55,6 +58,8 @@ def main(argv=None, fork_builders=fork.BUILDERS):
         cold_caches()
     if args.ddp:
         return run_ddp(args)
+    if args.tuning:
+        return run_tuning(args)
     if args.dynamic:
         return run_dynamic(names, args)
     if args.fork:
@@ -77,6 +82,13 @@ def run_ddp(args):
     result = ddp.run(args.quick, args.rounds)
     result["environment"] = report.environment(args.device, args.quick)
     return write_results(result, ddp.to_markdown(result), f"ddp-bench-{args.device}", args.out)
+
+
+def run_tuning(args):
+    findings = tuning.run(quick=args.quick, rounds=args.rounds)
+    data = {"environment": report.environment(args.device, args.quick),
+            "findings": [dataclasses.asdict(f) for f in findings]}
+    return write_results(data, tuning.to_markdown(findings), f"tuning-bench-{args.device}", args.out)
 
 
 def run_fork(names, args, builders):
