@@ -87,6 +87,10 @@ def randn(*shape, dtype=torch.float32, requires_grad=False):
     return lambda: torch.randn(shape, dtype=dtype, requires_grad=requires_grad)
 
 
+def channels_last(*shape, requires_grad=False):
+    return lambda: torch.randn(shape).to(memory_format=torch.channels_last).requires_grad_(requires_grad)
+
+
 def inputs(*makers):
     return lambda: tuple(make() for make in makers)
 
@@ -363,6 +367,19 @@ def a_transposed_result_keeps_eager_strides(x):
 @case(inputs(randn(3, 4, 5), randn(4, 3)))
 def results_keep_eager_strides(x, y):
     return x.permute(2, 0, 1).exp(), x.transpose(0, 1) + 1, y.t() + x[:, :, 0], x[:, ::2].sin()
+
+
+@case(inputs(channels_last(16, 3, 64, 64), channels_last(32, 3, 3, 3), randn(32)))
+def a_channels_last_convolution_keeps_eager_strides(x, w, b):
+    """oneDNN, which aten uses for convolutions this large, gives a channels-last result for
+    channels-last inputs: the trace records that."""
+    return torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1)) * 2
+
+
+@case(inputs(channels_last(16, 3, 64, 64, requires_grad=True), channels_last(32, 3, 3, 3, requires_grad=True),
+             randn(32, requires_grad=True)))
+def a_channels_last_convolution_and_its_gradients_keep_eager_strides(x, w, b):
+    return torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1)) * 2
 
 
 @case(inputs(randn(1, 3)))

@@ -26,7 +26,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
-from .tracer import DispatchTracer, to_meta
+from .tracer import DispatchTracer, onednn_enabled, to_meta
 
 
 @dataclasses.dataclass
@@ -138,18 +138,6 @@ def _is_cuda_tensor(x):
     return isinstance(x, torch.Tensor) and x.device.type == "cuda"
 
 
-@contextlib.contextmanager
-def _onednn_disabled():
-    # The switch itself: torch.backends.mkldnn.flags() would also reset TF32 (with a warning),
-    # and its `enabled` property refuses to change after torch.backends.disable_global_flags().
-    saved = torch._C._get_mkldnn_enabled()
-    torch._C._set_mkldnn_enabled(False)
-    try:
-        yield
-    finally:
-        torch._C._set_mkldnn_enabled(saved)
-
-
 class SequenceIndicesAsTensors(TorchFunctionMode):
     """Indexing a meta tensor with a list of ints (``x[..., [-2], :]``, Falcon's attention)
     builds the index tensor outside the dispatcher, directly on the meta device: its values
@@ -191,8 +179,9 @@ def _run_forward(tracer, fn, inputs, with_backward):
     # cuDNN off: batch norm then runs as native_batch_norm, which functionalization knows.
     # oneDNN off: LSTM runs as aten's own matmuls and pointwise ops, not as mkldnn_rnn_layer,
     # whose outputs depend on the grad mode it runs under (its compiled forward runs without grad).
+    # (Convolutions still run with it: ``ONEDNN_LAYOUT_OPS``.)
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
-          _onednn_disabled()):
+          onednn_enabled(False)):
         # A program that switches grad on itself is traced from the grad mode it is called in.
         with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):

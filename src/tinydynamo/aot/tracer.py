@@ -113,6 +113,24 @@ def _has_device_argument(func):
     return any(arg.name == "device" for arg in func._schema.arguments)
 
 
+# Ops whose result's layout depends on oneDNN, which the trace otherwise runs without
+# (graph_capture): they run with it, as they will at run time, so that the graph records eager's
+# strides (a channels-last convolution on the CPU returns a channels-last result).
+ONEDNN_LAYOUT_OPS = {aten.convolution.default, aten.convolution_backward.default}
+
+
+@contextlib.contextmanager
+def onednn_enabled(enabled):
+    """oneDNN on or off within the block. (``torch.backends.mkldnn.flags()`` would also reset
+    TF32, with a warning, and refuses to change after ``torch.backends.disable_global_flags()``.)"""
+    saved = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(saved)
+
+
 def _run_on_meta(func, args, kwargs):
     """Run ``func`` with its arguments moved to the meta device (symbolic tracing).
 
@@ -292,7 +310,8 @@ class DispatchTracer(TorchDispatchMode):
             return _run_on_meta(func, args, kwargs)
         if is_collective(func):
             return local_stand_in(func, *args, **kwargs)
-        return func(*args, **kwargs)
+        with onednn_enabled(True) if func in ONEDNN_LAYOUT_OPS else contextlib.nullcontext():
+            return func(*args, **kwargs)
 
     def _trace_wait(self, tensor):
         """``wait_tensor`` hands back the very tensor a collective issued, now complete. From here
