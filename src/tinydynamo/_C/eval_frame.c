@@ -397,8 +397,11 @@ set_hook_installed(int installed)
        runs them with CPython's evaluator. */
 }
 
+/* Make `callback` (None: no callback) this thread's callback; return the
+   previous one (a new reference, Py_None for none), or NULL if `callback`
+   is not callable. */
 static PyObject *
-set_eval_frame(PyObject *module, PyObject *callback)
+swap_callback(PyObject *callback)
 {
     if (callback != Py_None && !PyCallable_Check(callback)) {
         PyErr_Format(PyExc_TypeError, "callback must be callable or None, not %.100s",
@@ -414,6 +417,37 @@ set_eval_frame(PyObject *module, PyObject *callback)
     PyObject *previous = thread_callback ? thread_callback : Py_NewRef(Py_None);
     thread_callback = Py_XNewRef(new_callback);
     return previous;  /* the thread's reference passes to the caller */
+}
+
+static PyObject *
+set_eval_frame(PyObject *module, PyObject *callback)
+{
+    return swap_callback(callback);
+}
+
+/* call_with_callback(callback, fn, *args, **kwargs): fn(*args, **kwargs)
+   run with `callback` as this thread's callback, the previous one put
+   back after, even if fn raises. Every compiled graph runs this way with
+   None (eval_frame.disable), so the hook leaves the graph's own frames
+   alone: Python's "set_eval_frame(None); try: fn() finally:
+   set_eval_frame(previous)" without a Python frame, on every call. */
+static PyObject *
+call_with_callback(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_with_callback(callback, fn, *args, **kwargs)");
+        return NULL;
+    }
+    PyObject *previous = swap_callback(args[0]);
+    if (previous == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(args[1], args + 2, nargs - 2, kwnames);
+    PyObject *restored = swap_callback(previous);  /* keeps the exception, if any */
+    Py_DECREF(previous);
+    Py_XDECREF(restored);
+    return result;
 }
 
 /* The code object behind obj, or NULL with a TypeError. */
@@ -486,6 +520,9 @@ python_version_hex(PyObject *module, PyObject *unused)
 static PyMethodDef methods[] = {
     {"set_eval_frame", set_eval_frame, METH_O,
      "Set this thread's callback (a callable or None); return the previous one."},
+    {"call_with_callback", (PyCFunction)(void (*)(void))call_with_callback, METH_FASTCALL | METH_KEYWORDS,
+     "call_with_callback(callback, fn, *args, **kwargs): fn(*args, **kwargs) with callback "
+     "as this thread's callback (None: none), the previous one restored after."},
     {"get_cache_entries", get_cache_entries, METH_O,
      "The list of (owner, guard, new_code) entries stored on a code object."},
     {"set_skip", set_skip, METH_O, "Mark a code object SKIP: its frames always run as they are."},

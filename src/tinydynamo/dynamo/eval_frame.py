@@ -5,11 +5,13 @@ is the list of ``(owner, guard, new_code)`` entries kept in a code object's ``co
 ``set_skip``/``is_skipped``/``clear_code`` mark code that is never compiled. They come from the C
 hook (``tinydynamo._C``, chapter 2). While a callback is set, the hook offers every new frame to
 it: a cache entry of this callback whose guard passes runs its new code, otherwise the callback
-translates the frame (``convert_frame.py``). ``api.py`` sets the callback around a compiled call.
+translates the frame (``convert_frame.py``). ``api.py`` sets the callback around a compiled call,
+and ``disable`` unsets it around the compiled graph.
 
 If the C extension is not built, the same protocol runs in Python for the outermost frame
 only (``run_frame_in_python``): a readable model of what the hook does.
 """
+import functools
 import inspect
 import threading
 import types
@@ -37,6 +39,13 @@ class PythonHook:
         self.state.callback = callback
         return previous
 
+    def call_with_callback(self, callback, fn, *args, **kwargs):
+        previous = self.set_eval_frame(callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.set_eval_frame(previous)
+
     def get_cache_entries(self, code):
         if self.extra.get(code) is self.SKIP:
             raise RuntimeError(f"{code!r} is marked SKIP; clear_code() it first")
@@ -61,7 +70,7 @@ def use_hook(hook):
     return hook
 
 
-HOOK = use_hook(_C if _C is not None and hasattr(_C, "set_eval_frame") else PythonHook())
+HOOK = use_hook(_C if _C is not None and hasattr(_C, "call_with_callback") else PythonHook())
 
 
 def run_frame_in_python(callback, fn, args, kwargs):
@@ -87,16 +96,10 @@ def run_frame_in_python(callback, fn, args, kwargs):
 
 def disable(fn):
     """``fn`` run with no frame callback: what the backend compiled runs as plain Python, so
-    the hook never tries to translate the graph's own code (or a generated kernel's)."""
-
-    def call_without_hook(*args):
-        previous = set_eval_frame(None)
-        try:
-            return fn(*args)
-        finally:
-            set_eval_frame(previous)
-
-    return call_without_hook
+    the hook never tries to translate the graph's own code (or a generated kernel's). It is the
+    callback of ``HOOK`` (the C hook, when the extension is built) that is unset, even while
+    another hook is in use: a learner's hook in Python may sit on top of it (``course/a02.py``)."""
+    return functools.partial(HOOK.call_with_callback, None, fn)
 
 
 def run_code(func, new_code, values):
