@@ -18,6 +18,8 @@ import types
 
 import torch
 
+from ..utils import counted_elsewhere, counters
+
 try:
     from .._C import _eval_frame as _C
 except ImportError:  # the extension is not built
@@ -70,7 +72,9 @@ def use_hook(hook):
     return hook
 
 
-HOOK = use_hook(_C if _C is not None and hasattr(_C, "call_with_callback") else PythonHook())
+HOOK = use_hook(_C if _C is not None and hasattr(_C, "take_cache_hits") else PythonHook())
+if HAS_C_HOOK:
+    counted_elsewhere["cache_hits"] = _C.take_cache_hits  # the hook counts its hits (stats())
 
 
 def run_frame_in_python(callback, fn, args, kwargs):
@@ -87,6 +91,7 @@ def run_frame_in_python(callback, fn, args, kwargs):
     cells = tuple(func.__closure__ or ())
     for owner, guard, new_code in list(get_cache_entries(code)):
         if owner is callback and guard(*values, *cells):
+            counters["cache_hits"] += 1
             return run_code(func, new_code, values)
     new_code = callback(func, values)
     if new_code is None:
