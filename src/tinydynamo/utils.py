@@ -4,6 +4,10 @@ import threading
 
 counters: collections.Counter = collections.Counter()
 
+# Counts kept outside ``counters`` because they change on every call, where a dict update costs:
+# name -> a function returning the count since it last ran (the C hook's cache hits, eval_frame.py).
+counted_elsewhere = {}
+
 # Held while anything is compiled: dynamo translating a frame and adding its cache entry (with
 # every stage the backend runs), inductor compiling a graph for new input strides. So threads
 # that make a first call at once compile it once. Compiled code runs without it, concurrently.
@@ -28,6 +32,18 @@ STAT_NAMES = (
 
 def stats():
     """A snapshot of tinydynamo's counters; every name in STAT_NAMES is always present."""
+    collect_counts()
     snapshot = {name: 0 for name in STAT_NAMES}
     snapshot.update(counters)
     return snapshot
+
+
+def collect_counts():
+    """Add the counts kept elsewhere to ``counters``."""
+    for name, take in counted_elsewhere.items():
+        counters[name] += take()
+
+
+def clear_counters():
+    collect_counts()
+    counters.clear()

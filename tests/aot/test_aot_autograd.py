@@ -300,6 +300,29 @@ def test_inputs_unlike_the_traced_ones_are_refused():
         fn(x, w.t().contiguous().t())
 
 
+def test_an_input_with_other_strides_only_on_a_size_1_dimension_is_accepted():
+    # an exact layout passes a fast check; other strides pass where they cannot matter
+    x, w = leaves((4, 1), (1, 5), requires_grad=False)
+    fn = compile_fn(matmul, x, w)
+    other_x = torch.randn(4, 1).as_strided((4, 1), (1, 7))
+    assert_close(fn(other_x, w), other_x @ w)
+    with pytest.raises(RuntimeError, match="input 0 was traced as"):
+        fn(torch.randn(8, 1)[::2], w)  # strides (2, 1): the size-4 dimension's differs
+    with pytest.raises(RuntimeError, match="input 0 was traced as"):
+        fn(x.double(), w)
+
+
+def test_inference_outputs_and_grad_mode_are_as_in_eager():
+    x, w = leaves((4, 3), (3, 5), requires_grad=False)
+    fn = compile_fn(several_outputs, x, w)
+    out = fn(x, w)
+    assert type(out) is tuple and len(out) == 5 and out[2] == 4 and out[3] is None
+    assert torch.is_grad_enabled() and out[0].grad_fn is None and not out[0]._is_view()
+    with torch.no_grad():
+        fn(x, w)
+    assert torch.is_grad_enabled()
+
+
 def test_aot_logs_print_joint_forward_and_backward_graphs(capsys):
     x, w = leaves((4, 3), (3, 5))
     tinydynamo.set_logs("aot")

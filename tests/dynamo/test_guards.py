@@ -69,6 +69,37 @@ def test_tensor_property_change_recompiles(changed):
     assert check(torch.randn(3)) == 0  # the first entry still serves the first kind
 
 
+def guard_source(fn, *args):
+    return "\n".join(tinydynamo.explain(fn)(*args).guards)
+
+
+def test_a_contiguous_tensor_is_checked_with_is_contiguous_and_a_transposed_one_recompiles():
+    check = Checker(add_one)
+    assert "x.is_cpu and x.shape == (3, 4) and x.is_contiguous()" in guard_source(add_one, torch.randn(3, 4))
+    assert check(torch.randn(3, 4)) == 1
+    assert check(torch.randn(4, 3).t()) == 1  # shape (3, 4), strides (1, 3)
+    assert check(torch.randn(3, 4)) == 0 and check(torch.randn(4, 3).t()) == 0
+
+
+def test_strides_are_compared_exactly_when_a_size_is_1():
+    # is_contiguous() ignores the stride of a size-1 dimension, so such a tensor's strides are
+    # compared as a tuple: (4, 1, 6) with strides (6, 6, 1), then with (6, 99, 1), is a recompile
+    check = Checker(add_one)
+    assert "x.stride() == (6, 6, 1)" in guard_source(add_one, torch.randn(4, 1, 6))
+    assert check(torch.randn(4, 1, 6)) == 1
+    assert check(torch.randn(4, 1, 6).as_strided((4, 1, 6), (6, 99, 1))) == 1
+
+
+def test_the_hook_counts_cache_hits_and_the_guard_does_not():
+    assert "counters" not in guard_source(add_one, torch.randn(3))
+    compiled = dynamo.compile(add_one, backend="eager")
+    for _ in range(4):
+        compiled(torch.randn(3))
+    assert stats()["cache_hits"] == 3
+    tinydynamo.reset()
+    assert stats()["cache_hits"] == 0
+
+
 def test_device_change_recompiles():
     compiled = dynamo.compile(add_one, backend="eager")
     compiled(torch.randn(3))

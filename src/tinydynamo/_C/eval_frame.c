@@ -143,6 +143,11 @@ static Py_ssize_t extra_index = -1;
 static char skip_marker;
 #define SKIP ((void *)&skip_marker)
 
+/* Cache hits since take_cache_hits() last read them (tinydynamo.stats()
+   adds them up). Counted here rather than in Python by the guard: a dict
+   update was a tenth of a warm call's overhead. The GIL guards it. */
+static Py_ssize_t cache_hits = 0;
+
 /* CPython calls this when a code object dies, on what its slot holds:
    NULL too, once any slot of that code object has been used. */
 static void
@@ -280,6 +285,7 @@ lookup(PyObject *entries, PyObject *owner, _PyInterpreterFrame *frame)
         int passed = call_guard(PyTuple_GET_ITEM(entry, 1), frame);
         PyObject *found = passed > 0 ? Py_NewRef(PyTuple_GET_ITEM(entry, 2)) : NULL;
         Py_DECREF(entry);
+        cache_hits += passed > 0;
         if (passed != 0) {
             return found;  /* the hit, or NULL if the guard raised */
         }
@@ -397,8 +403,11 @@ set_hook_installed(int installed)
        runs them with CPython's evaluator. */
 }
 
+/* Make `callback` (None: no callback) this thread's callback; return the
+   previous one (a new reference, Py_None for none), or NULL if `callback`
+   is not callable. */
 static PyObject *
-set_eval_frame(PyObject *module, PyObject *callback)
+swap_callback(PyObject *callback)
 {
     if (callback != Py_None && !PyCallable_Check(callback)) {
         PyErr_Format(PyExc_TypeError, "callback must be callable or None, not %.100s",
@@ -414,6 +423,37 @@ set_eval_frame(PyObject *module, PyObject *callback)
     PyObject *previous = thread_callback ? thread_callback : Py_NewRef(Py_None);
     thread_callback = Py_XNewRef(new_callback);
     return previous;  /* the thread's reference passes to the caller */
+}
+
+static PyObject *
+set_eval_frame(PyObject *module, PyObject *callback)
+{
+    return swap_callback(callback);
+}
+
+/* call_with_callback(callback, fn, *args, **kwargs): fn(*args, **kwargs)
+   run with `callback` as this thread's callback, the previous one put
+   back after, even if fn raises. Every compiled graph runs this way with
+   None (eval_frame.disable), so the hook leaves the graph's own frames
+   alone: Python's "set_eval_frame(None); try: fn() finally:
+   set_eval_frame(previous)" without a Python frame, on every call. */
+static PyObject *
+call_with_callback(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_with_callback(callback, fn, *args, **kwargs)");
+        return NULL;
+    }
+    PyObject *previous = swap_callback(args[0]);
+    if (previous == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(args[1], args + 2, nargs - 2, kwnames);
+    PyObject *restored = swap_callback(previous);  /* keeps the exception, if any */
+    Py_DECREF(previous);
+    Py_XDECREF(restored);
+    return result;
 }
 
 /* The code object behind obj, or NULL with a TypeError. */
@@ -478,6 +518,14 @@ is_skipped(PyObject *module, PyObject *obj)
 }
 
 static PyObject *
+take_cache_hits(PyObject *module, PyObject *unused)
+{
+    Py_ssize_t hits = cache_hits;
+    cache_hits = 0;
+    return PyLong_FromSsize_t(hits);
+}
+
+static PyObject *
 python_version_hex(PyObject *module, PyObject *unused)
 {
     return PyLong_FromUnsignedLong(PY_VERSION_HEX);
@@ -486,11 +534,16 @@ python_version_hex(PyObject *module, PyObject *unused)
 static PyMethodDef methods[] = {
     {"set_eval_frame", set_eval_frame, METH_O,
      "Set this thread's callback (a callable or None); return the previous one."},
+    {"call_with_callback", (PyCFunction)(void (*)(void))call_with_callback, METH_FASTCALL | METH_KEYWORDS,
+     "call_with_callback(callback, fn, *args, **kwargs): fn(*args, **kwargs) with callback "
+     "as this thread's callback (None: none), the previous one restored after."},
     {"get_cache_entries", get_cache_entries, METH_O,
      "The list of (owner, guard, new_code) entries stored on a code object."},
     {"set_skip", set_skip, METH_O, "Mark a code object SKIP: its frames always run as they are."},
     {"clear_code", clear_code, METH_O, "Forget the cache entries or SKIP mark of a code object."},
     {"is_skipped", is_skipped, METH_O, "Whether a code object is marked SKIP."},
+    {"take_cache_hits", take_cache_hits, METH_NOARGS,
+     "The number of cache hits since the last call (then zero)."},
     {"python_version_hex", python_version_hex, METH_NOARGS,
      "PY_VERSION_HEX this module was built against."},
     {NULL, NULL, 0, NULL},

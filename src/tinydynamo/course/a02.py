@@ -130,7 +130,10 @@ def hook_in_python(lookup, miss):
             return None
         cells = tuple(func.__closure__ or ())
         new_code = lookup(eval_frame.get_cache_entries(code), callback, (*args, *cells))
-        return miss(callback, func, args) if new_code is None else new_code
+        if new_code is None:
+            return miss(callback, func, args)
+        counters["cache_hits"] += 1
+        return new_code
 
     return on_frame
 

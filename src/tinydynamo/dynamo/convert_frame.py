@@ -35,7 +35,7 @@ from .. import config
 from ..backends import lookup_backend
 from .._logging import trace_artifact
 from ..symbolic_shapes import ConstraintViolationError
-from ..utils import compile_lock, counters
+from ..utils import clear_counters, compile_lock, counters
 from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
 from .ddp_optimizer import DDPOptimizer, active_ddp_module
@@ -186,6 +186,7 @@ class ConvertFrame:
             mine = [entry for entry in entries if entry[0] is self]
             added_meanwhile = passing_entry(mine, func, args)  # by another thread, while this one waited
             if added_meanwhile is not None:
+                counters["cache_hits"] += 1
                 return added_meanwhile[2]
             if len(mine) >= config.cache_size_limit:
                 self.give_up(code, entries, failed_guards(mine[-1], func, args))
@@ -331,4 +332,4 @@ def reset():
         decoded.cache_clear()
         ContinueExecutionCache.clear()
         automatic_dynamic.reset()
-        counters.clear()
+        clear_counters()

@@ -5,16 +5,20 @@ is the list of ``(owner, guard, new_code)`` entries kept in a code object's ``co
 ``set_skip``/``is_skipped``/``clear_code`` mark code that is never compiled. They come from the C
 hook (``tinydynamo._C``, chapter 2). While a callback is set, the hook offers every new frame to
 it: a cache entry of this callback whose guard passes runs its new code, otherwise the callback
-translates the frame (``convert_frame.py``). ``api.py`` sets the callback around a compiled call.
+translates the frame (``convert_frame.py``). ``api.py`` sets the callback around a compiled call,
+and ``disable`` unsets it around the compiled graph.
 
 If the C extension is not built, the same protocol runs in Python for the outermost frame
 only (``run_frame_in_python``): a readable model of what the hook does.
 """
+import functools
 import inspect
 import threading
 import types
 
 import torch
+
+from ..utils import counted_elsewhere, counters
 
 try:
     from .._C import _eval_frame as _C
@@ -36,6 +40,13 @@ class PythonHook:
         previous = getattr(self.state, "callback", None)
         self.state.callback = callback
         return previous
+
+    def call_with_callback(self, callback, fn, *args, **kwargs):
+        previous = self.set_eval_frame(callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.set_eval_frame(previous)
 
     def get_cache_entries(self, code):
         if self.extra.get(code) is self.SKIP:
@@ -61,7 +72,9 @@ def use_hook(hook):
     return hook
 
 
-HOOK = use_hook(_C if _C is not None and hasattr(_C, "set_eval_frame") else PythonHook())
+HOOK = use_hook(_C if _C is not None and hasattr(_C, "take_cache_hits") else PythonHook())
+if HAS_C_HOOK:
+    counted_elsewhere["cache_hits"] = _C.take_cache_hits  # the hook counts its hits (stats())
 
 
 def run_frame_in_python(callback, fn, args, kwargs):
@@ -78,6 +91,7 @@ def run_frame_in_python(callback, fn, args, kwargs):
     cells = tuple(func.__closure__ or ())
     for owner, guard, new_code in list(get_cache_entries(code)):
         if owner is callback and guard(*values, *cells):
+            counters["cache_hits"] += 1
             return run_code(func, new_code, values)
     new_code = callback(func, values)
     if new_code is None:
@@ -87,16 +101,10 @@ def run_frame_in_python(callback, fn, args, kwargs):
 
 def disable(fn):
     """``fn`` run with no frame callback: what the backend compiled runs as plain Python, so
-    the hook never tries to translate the graph's own code (or a generated kernel's)."""
-
-    def call_without_hook(*args):
-        previous = set_eval_frame(None)
-        try:
-            return fn(*args)
-        finally:
-            set_eval_frame(previous)
-
-    return call_without_hook
+    the hook never tries to translate the graph's own code (or a generated kernel's). It is the
+    callback of ``HOOK`` (the C hook, when the extension is built) that is unset, even while
+    another hook is in use: a learner's hook in Python may sit on top of it (``course/a02.py``)."""
+    return functools.partial(HOOK.call_with_callback, None, fn)
 
 
 def run_code(func, new_code, values):

@@ -17,7 +17,6 @@ print it). The frame hook calls it with the frame's arguments, then its closure 
                 and type(x) is ___Tensor and x.dtype is ___float32 and ...  # TENSOR_MATCH L['x']
                 ...
             ):
-                ___counters['cache_hits'] += 1
                 return True
             return False
         except Exception:
@@ -35,10 +34,11 @@ import sympy
 import torch
 
 from ..symbolic_shapes import to_python
-from ..utils import counters
 from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
 
 AUTOCAST_DEVICES = ("cpu", "cuda")
+# Tensor types whose is_cpu and is_contiguous() are torch's own (a subclass may redefine them).
+PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 def autocast_state():
@@ -90,7 +90,7 @@ class GuardBuilder:
         self.arg_names = list(arg_names)
         self.freevars = list(freevars)
         # names the guard function can see, and their values
-        self.closure = {"G": f_globals, "___counters": counters}
+        self.closure = {"G": f_globals}
         self.locals = {}  # source name -> the guard function's local holding that value
         self.fetches = []  # "local = expression  # source" lines, parents before children
         self.watched = []  # objects whose identity is checked by id(); see ``watch_ids``
@@ -191,16 +191,27 @@ class GuardBuilder:
         return " and ".join([
             f"type({x}) is {self.const(t['type'])}",
             f"{x}.dtype is {self.const(t['dtype'])}",
-            f"{x}.device == {self.const(t['device'])}",
+            self.device_check(x, t),
             *self.layout_checks(x, t),
             f"{x}.requires_grad is {t['requires_grad']}",
         ])
+
+    def device_check(self, x, t):
+        """``x.device == cpu`` makes a device object on every call; ``x.is_cpu`` says the same."""
+        if t["device"] == torch.device("cpu") and t["type"] in PLAIN_TENSOR_TYPES:
+            return f"{x}.is_cpu"
+        return f"{x}.device == {self.const(t['device'])}"
 
     def layout_checks(self, x, t):
         """Shape and strides: constants, or, for a tensor with symbolic sizes, expressions in the
         symbols' values (a stride of ``None``, a size-1 dimension's, is not checked)."""
         if "shape_env" not in t:
-            return [f"{x}.shape == {self.const(t['shape'])}", f"{x}.stride() == {self.const(t['stride'])}"]
+            shape, stride = t["shape"], t["stride"]
+            if t["type"] in PLAIN_TENSOR_TYPES and stride == contiguous_strides(shape) and min(shape, default=2) >= 2:
+                # with no size below 2, the contiguous strides are the only ones is_contiguous()
+                # accepts, and it makes no tuple
+                return [f"{x}.shape == {self.const(shape)}", f"{x}.is_contiguous()"]
+            return [f"{x}.shape == {self.const(shape)}", f"{x}.stride() == {self.const(stride)}"]
         shape = ", ".join(self.size_expression(t["shape_env"], size) for size in t["shape"])
         checks = [f"{x}.shape == ({shape},)"]
         checks += [f"{x}.stride()[{d}] == {self.size_expression(t['shape_env'], stride)}"
@@ -235,16 +246,14 @@ class GuardBuilder:
         return [(f"{g.kind} {g.source.name() if g.source else ''}".strip(), getattr(self, g.kind)(g))
                 for g in unique]
 
-    def source(self, parts, name="guard", count_hit=True):
+    def source(self, parts, name="guard"):
         checks = "\n".join(f"            {'and ' if i else ''}{code}  # {comment}"
                            for i, (comment, code) in enumerate(parts)) or "            True"
         fetches = "".join(f"        {line}\n" for line in self.fetches)
-        hit = "            ___counters['cache_hits'] += 1\n" if count_hit else ""
         return (f"def {name}({', '.join(self.param_names())}):\n"
                 f"    try:\n"
                 f"{fetches}"
                 f"        if (\n{checks}\n        ):\n"
-                f"{hit}"
                 f"            return True\n"
                 f"        return False\n"
                 f"    except Exception:\n"
@@ -272,10 +281,18 @@ class GuardBuilder:
         """The expressions of the guards that fail for these arguments (for recompile logs)."""
         failed = []
         for i, (comment, code) in enumerate(parts):
-            check = self.compile(self.source([(comment, code)], f"check{i}", count_hit=False), f"check{i}")
+            check = self.compile(self.source([(comment, code)], f"check{i}"), f"check{i}")
             if not check(*args):
                 failed.append(f"{code}  # {comment}")
         return failed
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def watch_ids(guard_fn, on_death):
