@@ -24,7 +24,7 @@ for version in "${versions[@]}"; do
     fi
     if [ ! -x "$venv/bin/python" ]; then
         "$python" -m venv "$venv"
-        "$venv/bin/python" -m pip install -q pytest setuptools
+        "$venv/bin/python" -m pip install -q pytest pytest-timeout setuptools
     fi
     "$venv/bin/python" setup.py -q build_ext --build-lib "build/hook-$minor" \
         --build-temp "build/hook-temp-$minor" || { failed+=("$version"); continue; }
