@@ -191,6 +191,7 @@ def test_backends_compile_graphs_in_several_threads_at_once():
 
     start_and_join(worker)
     assert not problems, "\n".join(problems)
+    assert torch._C._get_mkldnn_enabled(), "tracing (which turns oneDNN off) left it off"
 
 
 def test_threads_with_changing_sizes_share_one_symbolic_frame():

@@ -118,5 +118,11 @@ def test_no_growth(name):
     assert {key: path.counts[key] for key in ("guard", "callback")} == path.expected_counts(path.calls)
     assert [sys.getrefcount(obj) for obj in watched] == refcounts
     assert len(gc.get_objects()) - live_objects < 100
-    assert resident_bytes() - rss < 4 * MIB
+    growth = resident_bytes() - rss
+    if growth >= 4 * MIB:  # a leak grows again; memory that other threads took once does not
+        rss = resident_bytes()
+        path.run(path.calls, a, b, c)
+        gc.collect()
+        growth = resident_bytes() - rss
+    assert growth < 4 * MIB, f"{growth / MIB:.1f} MiB more after {path.calls} calls, twice"
     ef.clear_code(path.code)

@@ -26,7 +26,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
-from .tracer import DispatchTracer, onednn_enabled, to_meta
+from .tracer import DispatchTracer, onednn, to_meta
 
 
 @dataclasses.dataclass
@@ -179,9 +179,9 @@ def _run_forward(tracer, fn, inputs, with_backward):
     # cuDNN off: batch norm then runs as native_batch_norm, which functionalization knows.
     # oneDNN off: LSTM runs as aten's own matmuls and pointwise ops, not as mkldnn_rnn_layer,
     # whose outputs depend on the grad mode it runs under (its compiled forward runs without grad).
-    # (Convolutions still run with it: ``ONEDNN_LAYOUT_OPS``.)
+    # (The tracer gives convolutions oneDNN's layout: ``convolution_layout``.)
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
-          onednn_enabled(False)):
+          onednn.off()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
         with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):

@@ -29,6 +29,7 @@ graph records the real device. SymInt arguments become graph values (``SymbolicV
 import contextlib
 import dataclasses
 import operator
+import threading
 from typing import Optional
 
 import torch
@@ -113,22 +114,55 @@ def _has_device_argument(func):
     return any(arg.name == "device" for arg in func._schema.arguments)
 
 
-# Ops whose result's layout depends on oneDNN, which the trace otherwise runs without
-# (graph_capture): they run with it, as they will at run time, so that the graph records eager's
-# strides (a channels-last convolution on the CPU returns a channels-last result).
-ONEDNN_LAYOUT_OPS = {aten.convolution.default, aten.convolution_backward.default}
+class OneDNNSwitch:
+    """oneDNN off while any thread traces (graph_capture), and the user's setting back when the
+    last one is done. The setting is global to the process: if threads tracing at once each
+    saved and restored it, one of them could leave it off for good. (``torch.backends.mkldnn.flags()`` would
+    also reset TF32, with a warning, and refuses to change after
+    ``torch.backends.disable_global_flags()``.)"""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.tracing = 0
+        self.saved = None
+
+    @contextlib.contextmanager
+    def off(self):
+        with self.lock:
+            if self.tracing == 0:
+                self.saved = torch._C._get_mkldnn_enabled()
+                torch._C._set_mkldnn_enabled(False)
+            self.tracing += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.tracing -= 1
+                if self.tracing == 0:
+                    torch._C._set_mkldnn_enabled(self.saved)
 
 
-@contextlib.contextmanager
-def onednn_enabled(enabled):
-    """oneDNN on or off within the block. (``torch.backends.mkldnn.flags()`` would also reset
-    TF32, with a warning, and refuses to change after ``torch.backends.disable_global_flags()``.)"""
-    saved = torch._C._get_mkldnn_enabled()
-    torch._C._set_mkldnn_enabled(enabled)
-    try:
-        yield
-    finally:
-        torch._C._set_mkldnn_enabled(saved)
+onednn = OneDNNSwitch()
+
+# Convolutions traced without oneDNN may return a contiguous result where oneDNN, at run time,
+# returns a channels-last one (it does when the input or the weight is channels-last): the
+# traced value is given that layout, so that the graph records eager's strides.
+CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
+
+
+def convolution_layout(func, args, result):
+    """``result`` of a convolution (or its backward) laid out as oneDNN lays it out."""
+    input, weight = (args[0], args[1]) if func is aten.convolution.default else (args[1], args[2])
+    memory_format = CHANNELS_LAST.get(input.ndim)
+    if memory_format is None or not any(_is_channels_last(t, memory_format) for t in (input, weight)):
+        return result
+    return tree_map(lambda t: t.contiguous(memory_format=memory_format)
+                    if isinstance(t, torch.Tensor) and t.ndim == input.ndim else t, result)
+
+
+def _is_channels_last(tensor, memory_format):
+    return tensor.is_contiguous(memory_format=memory_format) and not tensor.is_contiguous()
 
 
 def _run_on_meta(func, args, kwargs):
@@ -310,8 +344,8 @@ class DispatchTracer(TorchDispatchMode):
             return _run_on_meta(func, args, kwargs)
         if is_collective(func):
             return local_stand_in(func, *args, **kwargs)
-        with onednn_enabled(True) if func in ONEDNN_LAYOUT_OPS else contextlib.nullcontext():
-            return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        return convolution_layout(func, args, result) if func in CONVOLUTIONS else result
 
     def _trace_wait(self, tensor):
         """``wait_tensor`` hands back the very tensor a collective issued, now complete. From here
