@@ -65,17 +65,23 @@ def with_nops(instructions):
 
 
 def without_nops_or_offsets(code):
-    """dis output less NOPs and offsets: (opname, argument, line, jump target as text)."""
+    """dis output less NOPs and offsets: (opname, argument, line, jump target as text). A 3.13
+    superinstruction counts as its two halves (a NOP between them keeps them apart)."""
     rows = []
     line = None
     for inst in dis.get_instructions(code):
         line = inst.positions.lineno if inst.positions.lineno is not None else line
         if inst.opname in ("NOP", "EXTENDED_ARG"):
             continue
+        if inst.opname in bytecode.SUPERINSTRUCTIONS:
+            rows += [(half, local, line, None) for half, local in
+                     zip(bytecode.SUPERINSTRUCTIONS[inst.opname], inst.argval)]
+            continue
         target = None
         if inst.opcode in dis.hasjrel:
             target = next(i.opname for i in dis.get_instructions(code)
                           if i.offset >= inst.argval and i.opname not in ("NOP", "EXTENDED_ARG"))
+            target = bytecode.SUPERINSTRUCTIONS.get(target, (target,))[0]
         argval = None if target else inst.argval if not isinstance(inst.argval, types.CodeType) else "code"
         rows.append((inst.opname, argval, line, target))
     return rows
