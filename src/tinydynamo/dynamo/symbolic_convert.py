@@ -263,7 +263,7 @@ class InstructionTranslatorBase:
     # --- locals, constants, globals, closures ---------------------------------------------------
 
     def LOAD_FAST(self, inst):
-        if inst.argval in self.code.co_cellvars or inst.argval in self.code.co_freevars:
+        if PY313 and (inst.argval in self.code.co_cellvars or inst.argval in self.code.co_freevars):
             return self.LOAD_CLOSURE(inst)  # 3.13 compiles LOAD_CLOSURE to LOAD_FAST of the cell
         self.push(self.load_local(inst.argval))
 
@@ -373,13 +373,11 @@ class InstructionTranslatorBase:
 
     def BINARY_SLICE(self, inst):  # 3.12: container[start:end]
         end, start, container = self.pop(), self.pop(), self.pop()
-        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
-        self.push(self.call_builtin(operator.getitem, container, bounds))
+        self.push(self.call_builtin(operator.getitem, container, make_slice([start, end])))
 
     def STORE_SLICE(self, inst):  # 3.12: container[start:end] = value
         end, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
-        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
-        self.call_builtin(operator.setitem, container, bounds, value)
+        self.call_builtin(operator.setitem, container, make_slice([start, end]), value)
 
     # --- the stack -----------------------------------------------------------------------------------
 
@@ -463,11 +461,7 @@ class InstructionTranslatorBase:
         self.push(ConstDictVariable(dict(zip(keys, self.popn(inst.arg)))))
 
     def BUILD_SLICE(self, inst):
-        bounds = self.popn(inst.arg)
-        if any(isinstance(b, SymNodeVariable) for b in bounds):
-            self.push(SymSliceVariable(bounds))
-        else:
-            self.push(SliceVariable(slice(*[b.as_python_constant() for b in bounds])))
+        self.push(make_slice(self.popn(inst.arg)))
 
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
@@ -735,6 +729,13 @@ def resolve_import(name, level, f_globals):
         return importlib.util.resolve_name("." * level + name, package)
     except (ImportError, ValueError) as error:
         unsupported(f"a relative import in a module without a package ({error})")
+
+
+def make_slice(bounds):
+    """The tracker of ``slice(*bounds)``: a size symbol among the bounds stays symbolic."""
+    if any(isinstance(b, SymNodeVariable) for b in bounds):
+        return SymSliceVariable(bounds)
+    return SliceVariable(slice(*[b.as_python_constant() for b in bounds]))
 
 
 def is_none(var):
