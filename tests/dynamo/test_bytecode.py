@@ -232,6 +232,24 @@ print(count)
     assert int(result.stdout) > 3000
 
 
+def test_superinstructions_are_split_and_fused_again():
+    """3.13 fuses two LOAD_FASTs or STORE_FASTs into one instruction. decode gives their halves
+    (the translator sees one local per instruction); assemble fuses the halves again while both
+    locals are among the first 16, and leaves them apart once they are not."""
+    def f(a, b):
+        c, d = a, b
+        return c - d
+
+    code = f.__code__
+    assert not {i.opname for i in decode(code)} & set(bytecode.SUPERINSTRUCTIONS)
+    assert assemble(decode(code), code).co_code == code.co_code
+    padded = code.co_varnames[:2] + tuple(f"pad{i}" for i in range(16)) + code.co_varnames[2:]
+    new = assemble(decode(code), code, co_varnames=padded)
+    assert types.FunctionType(new, {})(5, 3) == 2
+    fused = [i.argval for i in dis.get_instructions(new) if i.opname in bytecode.SUPERINSTRUCTIONS]
+    assert all(name in ("a", "b") for pair in fused for name in pair), fused
+
+
 def test_assemble_refuses_the_fields_it_computes():
     """A learner's create_resume passing co_nlocals got "multiple values for keyword argument"."""
     code = (lambda x: x + 1).__code__

@@ -133,11 +133,12 @@ SUPERINSTRUCTIONS = {
 
 
 def split_superinstruction(inst):
-    """3.13: ``LOAD_FAST_LOAD_FAST (x, y)`` -> ``LOAD_FAST x; LOAD_FAST y`` (same position). The
-    first half keeps the instruction's identity, so jumps to it still land on it."""
+    """3.13: ``LOAD_FAST_LOAD_FAST (x, y)`` -> ``LOAD_FAST x; LOAD_FAST y`` (same position and
+    handler). The first half keeps the instruction's identity, so jumps to it still land on it."""
     first_name, second_name = SUPERINSTRUCTIONS[inst.opname]
     first_local, second_local = inst.argval
-    second = Instruction(second_name, None, second_local, positions=inst.positions, offset=inst.offset)
+    second = Instruction(second_name, None, second_local, positions=inst.positions,
+                         exn_tab_entry=inst.exn_tab_entry, offset=inst.offset)
     inst.opname, inst.arg, inst.argval, inst.fused = first_name, None, first_local, inst.opname
     return [inst, second]
 
@@ -170,15 +171,8 @@ def decode(code):
         for offset in range(start, end, 2):
             if offset in by_offset and by_offset[offset].exn_tab_entry is None:
                 by_offset[offset].exn_tab_entry = entry
-    return [half for inst in instructions for half in (
-        split_with_handler(inst) if inst.opname in SUPERINSTRUCTIONS else [inst])]
-
-
-def split_with_handler(inst):
-    entry = inst.exn_tab_entry
-    halves = split_superinstruction(inst)
-    halves[1].exn_tab_entry = entry
-    return halves
+    return [half for inst in instructions
+            for half in (split_superinstruction(inst) if inst.opname in SUPERINSTRUCTIONS else [inst])]
 
 
 def _read_varint(first, rest):

@@ -1014,7 +1014,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def emit_plain(self, codegen, inst):
         """``inst`` for the transformed frame: a call with its KW_NAMES (and 3.11's PRECALL);
-        instructions that push a NULL and a value emit the value only."""
+        instructions that push a NULL and a value emit the value only; 3.13's UNARY_NOT gets the
+        TO_BOOL it needs (its operand is whatever the TO_BOOL before it left, here unchanged)."""
         if inst.opname == "CALL":
             if self.kw_names:
                 codegen.append("KW_NAMES", argval=self.kw_names)
@@ -1065,7 +1066,8 @@ def call_operands(inst):
 
 
 def pushes_null(inst):
-    """LOAD_GLOBAL / LOAD_ATTR with the low bit set, and 3.11's LOAD_METHOD, push NULL + value."""
+    """LOAD_GLOBAL / LOAD_ATTR with the low bit set, and 3.11's LOAD_METHOD, push NULL + value
+    (3.13: value + NULL)."""
     if inst.opname == "LOAD_METHOD":
         return True
     return (inst.opname == "LOAD_GLOBAL" or (PY312 and inst.opname == "LOAD_ATTR")) and bool(inst.arg & 1)
