@@ -10,12 +10,12 @@ explicitly, so that tracing can stop at any instruction and hand that state over
 
 There is one handler method per opcode, named after it (``LOAD_FAST``, ``BINARY_OP``, ``CALL``,
 ``POP_JUMP_IF_FALSE``...), for Python 3.11, 3.12 and 3.13 (a handler says which version added
-its opcode). On 3.13 a NULL goes *above* the callable it belongs to ([callable, NULL, args]),
-where 3.11 and 3.12 put it below ([NULL, callable, args]); the stack holds NullVariables in the
-version's order, so most handlers never look at the version. A handler pops trackers, asks them to do
-the operation (which may add a node to the graph) and pushes the result. Branches on constants
-are decided right here, so only one path is traced; a branch on a tensor's *value* is
-Unsupported.
+its opcode). A handler pops trackers, asks them to do the operation (which may add a node to
+the graph) and pushes the result. On 3.13 a NULL goes *above* the callable it belongs to
+([callable, NULL, args]), where 3.11 and 3.12 put it below ([NULL, callable, args]); the stack
+holds NullVariables in the version's order, so few handlers look at the version. Branches on
+constants are decided right here, so only one path is traced; a branch on a tensor's *value*
+is Unsupported.
 
 ``InstructionTranslator`` traces the frame the hook gave us and, at RETURN_VALUE, asks the
 OutputGraph for the transformed code. ``InliningInstructionTranslator`` runs a called Python
