@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-models test-opinfo test-fuzz test-mutants test-py312 pytest check-assignments book check-site check-workflows assignments grade student-repo test-hook bench demo clean
+.PHONY: install test test-models test-opinfo test-fuzz test-mutants test-py312 test-py313 pytest check-assignments book check-site check-workflows assignments grade student-repo test-hook bench demo clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,15 @@ test-py312:
 	$(VENV312)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
 	$(VENV312)/bin/python setup.py -q build_ext --inplace
 	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
+
+# The same under pyenv's CPython 3.13 (also a CUDA build of torch from PyPI; not in `make test`).
+PY313 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13),python3.13)
+VENV313 := build/venv-3.13
+test-py313:
+	test -x $(VENV313)/bin/python || $(firstword $(PY313)) -m venv $(VENV313)
+	$(VENV313)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
+	$(VENV313)/bin/python setup.py -q build_ext --inplace
+	$(VENV313)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
 # The published site as a reader's browser sees it: every page of _build/html (built by `make book`)
 # opened in headless Chromium, failing on a JavaScript error, a broken internal link or image, or a

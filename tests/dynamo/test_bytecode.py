@@ -65,17 +65,23 @@ def with_nops(instructions):
 
 
 def without_nops_or_offsets(code):
-    """dis output less NOPs and offsets: (opname, argument, line, jump target as text)."""
+    """dis output less NOPs and offsets: (opname, argument, line, jump target as text). A 3.13
+    superinstruction counts as its two halves (a NOP between them keeps them apart)."""
     rows = []
     line = None
     for inst in dis.get_instructions(code):
         line = inst.positions.lineno if inst.positions.lineno is not None else line
         if inst.opname in ("NOP", "EXTENDED_ARG"):
             continue
+        if inst.opname in bytecode.SUPERINSTRUCTIONS:
+            rows += [(half, local, line, None) for half, local in
+                     zip(bytecode.SUPERINSTRUCTIONS[inst.opname], inst.argval)]
+            continue
         target = None
         if inst.opcode in dis.hasjrel:
             target = next(i.opname for i in dis.get_instructions(code)
                           if i.offset >= inst.argval and i.opname not in ("NOP", "EXTENDED_ARG"))
+            target = bytecode.SUPERINSTRUCTIONS.get(target, (target,))[0]
         argval = None if target else inst.argval if not isinstance(inst.argval, types.CodeType) else "code"
         rows.append((inst.opname, argval, line, target))
     return rows
@@ -224,6 +230,24 @@ print(count)
     result = subprocess.run([PY312, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) > 3000
+
+
+def test_superinstructions_are_split_and_fused_again():
+    """3.13 fuses two LOAD_FASTs or STORE_FASTs into one instruction. decode gives their halves
+    (the translator sees one local per instruction); assemble fuses the halves again while both
+    locals are among the first 16, and leaves them apart once they are not."""
+    def f(a, b):
+        c, d = a, b
+        return c - d
+
+    code = f.__code__
+    assert not {i.opname for i in decode(code)} & set(bytecode.SUPERINSTRUCTIONS)
+    assert assemble(decode(code), code).co_code == code.co_code
+    padded = code.co_varnames[:2] + tuple(f"pad{i}" for i in range(16)) + code.co_varnames[2:]
+    new = assemble(decode(code), code, co_varnames=padded)
+    assert types.FunctionType(new, {})(5, 3) == 2
+    fused = [i.argval for i in dis.get_instructions(new) if i.opname in bytecode.SUPERINSTRUCTIONS]
+    assert all(name in ("a", "b") for pair in fused for name in pair), fused
 
 
 def test_assemble_refuses_the_fields_it_computes():

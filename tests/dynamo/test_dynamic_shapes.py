@@ -303,6 +303,7 @@ def test_scalars_made_inside_a_decomposition_stay_on_the_real_device(backend):
 
 
 def test_a_transformers_decoder_over_twelve_sequence_lengths():
+    pytest.importorskip("transformers")  # the "models" extra (not in make test-py312/313)
     model = REAL_MODELS["gpt2"].build()[0]
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
@@ -318,6 +319,7 @@ def test_a_transformers_decoder_over_twelve_sequence_lengths():
 
 def test_a_transformers_decoder_gets_kernels_for_every_length():
     """Inductor compiles GPT-2's kernels once, with the sequence length as an argument."""
+    pytest.importorskip("transformers")  # the "models" extra (not in make test-py312/313)
     model = REAL_MODELS["gpt2"].build()[0]
     compiled = tinydynamo.compile(model, backend="inductor")
     with torch.no_grad():

@@ -6,8 +6,15 @@ edited freely: jumps point at their target *instruction* (not at an offset), eac
 knows its source position and which exception handler covers it, and EXTENDED_ARG prefixes
 and inline CACHE entries are gone.
 
+On 3.13, the "superinstructions" that do two things with locals (``LOAD_FAST_LOAD_FAST``,
+``STORE_FAST_LOAD_FAST``, ``STORE_FAST_STORE_FAST``) become their two halves: every other part
+of dynamo (the translator, the liveness analysis, resume functions) then sees one local per
+instruction. ``assemble`` fuses the pairs that ``decode`` split again, where they are still
+adjacent and both locals still among the first 16, so a decoded code object reassembles byte
+for byte; new code keeps plain pairs.
+
 ``assemble(instructions, code, **changes)`` is the inverse: it rebuilds every table a 3.11 /
-3.12 code object needs, the way CPython's own assembler does:
+3.12 / 3.13 code object needs, the way CPython's own assembler does:
 
 - ``co_consts``/``co_names``/``co_varnames``, and each instruction's ``arg`` from its ``argval``;
 - jump offsets, with EXTENDED_ARG prefixes, iterated until the layout stops changing;
@@ -25,14 +32,16 @@ import sys
 import types
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 
 # Instructions after which control never falls through to the next instruction.
 UNCONDITIONAL_JUMPS = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 TERMINATORS = UNCONDITIONAL_JUMPS | {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 
 # 3.11's specialized forms of these skip over the instruction that follows them (the CALL after a
-# PRECALL, the conditional jump after a COMPARE_OP): nothing may be inserted in between.
-MUST_BE_FOLLOWED = set() if PY312 else {"PRECALL", "COMPARE_OP"}
+# PRECALL, the conditional jump after a COMPARE_OP); 3.13's FOR_ITER, once the iterator is done,
+# jumps past its END_FOR and the POP_TOP after it: nothing may be inserted in between.
+MUST_BE_FOLLOWED = {"END_FOR"} if PY313 else set() if PY312 else {"PRECALL", "COMPARE_OP"}
 
 # Name-using opcodes whose oparg carries flag bits below the name index.
 NAME_FLAG_BITS = {"LOAD_GLOBAL": 1, "LOAD_SUPER_ATTR": 2, "LOAD_ATTR": 1 if PY312 else 0}
@@ -66,6 +75,7 @@ class Instruction:
     positions: dis.Positions | None = None
     exn_tab_entry: ExceptionTableEntry | None = None
     offset: int | None = None  # where it was in the decoded code; informational only
+    fused: str | None = None  # 3.13: the superinstruction ``decode`` split (on its first half)
 
     @property
     def opcode(self):
@@ -79,6 +89,12 @@ class Instruction:
 def create_instruction(opname, *, arg=None, argval=None, target=None, positions=None):
     """A new instruction; for LOAD_CONST/LOAD_FAST/... give ``argval``, for jumps ``target``."""
     return Instruction(opname, arg=arg, argval=argval, target=target, positions=positions)
+
+
+def has_arg(op):
+    """Whether opcode ``op`` takes an oparg (3.13's WITH_EXCEPT_START is numbered among those
+    that do, but does not: ``dis.hasarg`` knows)."""
+    return op in dis.hasarg if PY313 else op >= opcode.HAVE_ARGUMENT
 
 
 def is_jump(inst):
@@ -102,8 +118,29 @@ def copy_instructions(instructions):
 
 
 def cache_entries(opname):
-    """How many inline CACHE code units follow this instruction."""
+    """How many inline CACHE code units follow this instruction (3.13 keys the table by name)."""
+    if PY313:
+        return opcode._inline_cache_entries.get(opname, 0)
     return opcode._inline_cache_entries[dis.opmap[opname]]
+
+
+# 3.13's superinstructions on two locals, and the two plain instructions each one does.
+SUPERINSTRUCTIONS = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+}
+
+
+def split_superinstruction(inst):
+    """3.13: ``LOAD_FAST_LOAD_FAST (x, y)`` -> ``LOAD_FAST x; LOAD_FAST y`` (same position and
+    handler). The first half keeps the instruction's identity, so jumps to it still land on it."""
+    first_name, second_name = SUPERINSTRUCTIONS[inst.opname]
+    first_local, second_local = inst.argval
+    second = Instruction(second_name, None, second_local, positions=inst.positions,
+                         exn_tab_entry=inst.exn_tab_entry, offset=inst.offset)
+    inst.opname, inst.arg, inst.argval, inst.fused = first_name, None, first_local, inst.opname
+    return [inst, second]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,7 +171,8 @@ def decode(code):
         for offset in range(start, end, 2):
             if offset in by_offset and by_offset[offset].exn_tab_entry is None:
                 by_offset[offset].exn_tab_entry = entry
-    return instructions
+    return [half for inst in instructions
+            for half in (split_superinstruction(inst) if inst.opname in SUPERINSTRUCTIONS else [inst])]
 
 
 def _read_varint(first, rest):
@@ -177,6 +215,8 @@ def assemble(instructions, code, **changes):
     tables = _Tables(code, changes)
     for inst in instructions:
         tables.fill_arg(inst)
+    if PY313:
+        instructions = fuse_superinstructions(instructions)
     offsets = _fix_jump_args(instructions)
     co_code = _emit_code(instructions)
     return code.replace(
@@ -220,7 +260,7 @@ class _Tables:
             if inst.argval not in self.localsplus:
                 raise ValueError(f"{inst.opname}: {inst.argval!r} is not a local, cell or free variable")
             inst.arg = self.localsplus[inst.argval]
-        elif op < opcode.HAVE_ARGUMENT:
+        elif not has_arg(op):
             inst.arg = None
         elif inst.arg is None and not is_jump(inst):
             raise ValueError(f"{inst.opname} needs an explicit arg")
@@ -251,6 +291,39 @@ def _const_key(value):
     if isinstance(value, types.CodeType):
         return (type(value), id(value))
     return (type(value), value)
+
+
+def fuse_superinstructions(instructions):
+    """3.13: the pairs that ``decode`` split (see ``split_superinstruction``) become one
+    superinstruction again, where the halves are still adjacent, on locals 0-15, under one
+    handler, and nothing jumps to the second half. Returns new Instruction objects (jumps and
+    handlers re-linked); the caller's list is not changed."""
+    targets = {inst.target for inst in instructions if inst.target is not None}
+    targets |= {inst.exn_tab_entry.target for inst in instructions if inst.exn_tab_entry is not None}
+    new, i = {}, 0  # original instruction (a fused pair's first half) -> its replacement
+    while i < len(instructions):
+        first, second = instructions[i], instructions[i + 1] if i + 1 < len(instructions) else None
+        if second is not None and SUPERINSTRUCTIONS.get(first.fused) == (first.opname, second.opname) \
+                and first.arg < 16 and second.arg < 16 and second not in targets \
+                and first.exn_tab_entry is second.exn_tab_entry:
+            new[first] = dataclasses.replace(first, opname=first.fused, arg=(first.arg << 4) | second.arg,
+                                             argval=(first.argval, second.argval), fused=None)
+            i += 2
+        else:
+            new[first] = dataclasses.replace(first)
+            i += 1
+    if len(new) == len(instructions):
+        return instructions
+    entries = {}
+    for inst in new.values():
+        if inst.target is not None:
+            inst.target = new[inst.target]
+        entry = inst.exn_tab_entry
+        if entry is not None:
+            if entry not in entries:
+                entries[entry] = ExceptionTableEntry(new[entry.target], entry.depth, entry.lasti)
+            inst.exn_tab_entry = entries[entry]
+    return list(new.values())
 
 
 def _extended_args(arg):
@@ -296,6 +369,9 @@ def _fix_jump_args(instructions):
 def _emit_code(instructions):
     out = bytearray()
     for inst in instructions:
+        if inst.opcode > 255:  # 3.13: LOAD_CLOSURE, JUMP, SETUP_*... exist only in the compiler
+            raise ValueError(f"{inst.opname} is a pseudo-instruction on Python "
+                             f"{sys.version_info.major}.{sys.version_info.minor}: it has no bytecode")
         arg = inst.arg or 0
         for shift in range(8 * _extended_args(inst.arg), 0, -8):
             out += bytes([dis.opmap["EXTENDED_ARG"], (arg >> shift) & 0xFF])
@@ -404,7 +480,7 @@ def _encode_linetable(instructions, firstlineno):
 def _stack_effect(inst, jump):
     if inst.opname == "RETURN_GENERATOR":
         return 1  # when the new generator first runs, the value sent in (None) is on the stack
-    arg = inst.arg if inst.opcode >= opcode.HAVE_ARGUMENT else None
+    arg = inst.arg if has_arg(inst.opcode) else None
     return dis.stack_effect(inst.opcode, arg, jump=jump)
 
 

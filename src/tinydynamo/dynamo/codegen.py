@@ -20,6 +20,7 @@ from .bytecode import create_instruction
 from .variables import ConstDictVariable, DataClassVariable, ListVariable, NewObjectVariable
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 
 
 class PyCodegen:
@@ -53,9 +54,20 @@ class PyCodegen:
         self.instructions.append(create_instruction(opname, positions=self.positions, **kwargs))
 
     def load_const(self, value, push_null=False):
+        """Push ``value``; with ``push_null``, as a callable (with the NULL that CALL expects)."""
         if push_null:
-            self.append("PUSH_NULL")
-        self.append("LOAD_CONST", argval=value)
+            self.add_push_null(lambda: self.load_const(value))
+        else:
+            self.append("LOAD_CONST", argval=value)
+
+    def add_push_null(self, gen_fn):
+        """Run ``gen_fn`` (which pushes a callable) with a NULL next to it, as CALL expects: below
+        the callable on 3.11 and 3.12, above it on 3.13."""
+        if not PY313:
+            self.push_null()
+        gen_fn()
+        if PY313:
+            self.push_null()
 
     def new_local(self):
         """A fresh local of the transformed frame, for a value kept between two steps."""
@@ -70,6 +82,10 @@ class PyCodegen:
 
     def load_deref(self, name):
         self.append("LOAD_DEREF", argval=name)
+
+    def load_closure(self, name):
+        """Push the cell ``name`` itself (3.13 has no LOAD_CLOSURE: LOAD_FAST of a cell does it)."""
+        self.append("LOAD_FAST" if PY313 else "LOAD_CLOSURE", argval=name)
 
     def load_global(self, name, push_null=False):
         self.append("LOAD_GLOBAL", argval=name, arg=int(push_null))  # low bit: push NULL first
@@ -91,17 +107,42 @@ class PyCodegen:
         """Push a new function running ``code``, with this frame's globals and, if ``code`` has
         free variables, this frame's closure cells (they have the same names)."""
         for name in code.co_freevars:
-            self.append("LOAD_CLOSURE", argval=name)
+            self.load_closure(name)
         if code.co_freevars:
             self.append("BUILD_TUPLE", arg=len(code.co_freevars))
         self.load_const(code)
-        self.append("MAKE_FUNCTION", arg=0x08 if code.co_freevars else 0)
+        self.make_function_with_flags(0x08 if code.co_freevars else 0)
+
+    def make_function_with_flags(self, flags):
+        """MAKE_FUNCTION from the code object on top of the stack and, below it, the extras that
+        ``flags`` names (0x01 defaults, 0x02 kwdefaults, 0x04 annotations, 0x08 closure; pushed
+        in that order). On 3.13 MAKE_FUNCTION takes only the code; SET_FUNCTION_ATTRIBUTE adds
+        each extra, the last pushed first."""
+        if not PY313:
+            self.append("MAKE_FUNCTION", arg=flags)
+            return
+        self.append("MAKE_FUNCTION")
+        for flag in (0x08, 0x04, 0x02, 0x01):
+            if flags & flag:
+                self.append("SET_FUNCTION_ATTRIBUTE", arg=flag)
 
     def call(self, nargs):
-        """Call with the [NULL, callable, args...] stack layout of 3.11 and 3.12."""
+        """Call with the [NULL, callable, args...] stack layout of 3.11 and 3.12, or 3.13's
+        [callable, NULL, args...] (``add_push_null`` puts the NULL where it belongs)."""
         if not PY312:
             self.append("PRECALL", arg=nargs)
         self.append("CALL", arg=nargs)
+
+    def call_kw(self, nargs, kw_names):
+        """A call whose last ``len(kw_names)`` arguments are keywords: KW_NAMES before CALL on
+        3.11 and 3.12; on 3.13 the names are pushed last, as a tuple, for CALL_KW."""
+        if PY313:
+            self.load_const(tuple(kw_names))
+            self.append("CALL_KW", arg=nargs)
+            return
+        if kw_names:
+            self.append("KW_NAMES", argval=tuple(kw_names))
+        self.call(nargs)
 
     def prologue(self, code):
         """What every function starts with: copy the closure cells in, then RESUME."""

@@ -138,10 +138,12 @@ def refuse_autocast(output, code):
 
 def local_names(code, instructions):
     """The transformed frame's locals: the original ones, then the ones its new code adds
-    (``___graph_outputs``; at a graph break, ``___stack0``... and the contents of cells)."""
+    (``___graph_outputs``; at a graph break, ``___stack0``... and the contents of cells). On 3.13
+    a LOAD_FAST may also push a closure cell (a free variable), which is no new local."""
     names = list(code.co_varnames)
     for inst in instructions:
-        if inst.opname in ("LOAD_FAST", "STORE_FAST") and inst.argval not in names:
+        if inst.opname in ("LOAD_FAST", "STORE_FAST") and inst.argval not in names \
+                and inst.argval not in code.co_freevars:
             names.append(inst.argval)
     return tuple(names)
 

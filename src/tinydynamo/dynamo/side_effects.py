@@ -95,9 +95,10 @@ def write_contents(codegen, var, local):
     """``obj[:] = new`` for a list; ``obj.clear(); obj.update(new)`` for a dict."""
     if isinstance(var, ConstDictVariable):
         for method, args in (("clear", ()), ("update", (local,))):
-            codegen.push_null()
-            var.source.reconstruct(codegen)
-            codegen.load_attr(method)
+            def load_method(method=method):
+                var.source.reconstruct(codegen)
+                codegen.load_attr(method)
+            codegen.add_push_null(load_method)
             for arg in args:
                 codegen.load_fast(arg)
             codegen.call(len(args))

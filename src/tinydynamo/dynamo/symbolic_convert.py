@@ -9,10 +9,13 @@ explicitly, so that tracing can stop at any instruction and hand that state over
 - ``instruction_pointer``: the index of the next instruction.
 
 There is one handler method per opcode, named after it (``LOAD_FAST``, ``BINARY_OP``, ``CALL``,
-``POP_JUMP_IF_FALSE``...), for Python 3.11 and 3.12. A handler pops trackers, asks them to do
-the operation (which may add a node to the graph) and pushes the result. Branches on constants
-are decided right here, so only one path is traced; a branch on a tensor's *value* is
-Unsupported.
+``POP_JUMP_IF_FALSE``...), for Python 3.11, 3.12 and 3.13 (a handler says which version added
+its opcode). A handler pops trackers, asks them to do the operation (which may add a node to
+the graph) and pushes the result. On 3.13 a NULL goes *above* the callable it belongs to
+([callable, NULL, args]), where 3.11 and 3.12 put it below ([NULL, callable, args]); the stack
+holds NullVariables in the version's order, so few handlers look at the version. Branches on
+constants are decided right here, so only one path is traced; a branch on a tensor's *value*
+is Unsupported.
 
 ``InstructionTranslator`` traces the frame the hook gave us and, at RETURN_VALUE, asks the
 OutputGraph for the transformed code. ``InliningInstructionTranslator`` runs a called Python
@@ -67,6 +70,7 @@ from .variables.builtin import is_same
 from .variables.misc import is_trusted_module
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 MAX_INSTRUCTIONS = 500_000  # per traced frame, inlined calls and unrolled loops included
 MAX_INLINE_DEPTH = 48
 
@@ -259,6 +263,8 @@ class InstructionTranslatorBase:
     # --- locals, constants, globals, closures ---------------------------------------------------
 
     def LOAD_FAST(self, inst):
+        if PY313 and (inst.argval in self.code.co_cellvars or inst.argval in self.code.co_freevars):
+            return self.LOAD_CLOSURE(inst)  # 3.13 compiles LOAD_CLOSURE to LOAD_FAST of the cell
         self.push(self.load_local(inst.argval))
 
     LOAD_FAST_CHECK = LOAD_FAST  # 3.12: LOAD_FAST that may find the local unbound
@@ -288,9 +294,16 @@ class InstructionTranslatorBase:
         self.RETURN_VALUE(inst)
 
     def LOAD_GLOBAL(self, inst):
-        if inst.arg & 1:  # the low bit asks for a NULL below the value (it is about to be called)
+        """The low bit of the oparg asks for a NULL with the value (it is about to be called)."""
+        self.push_with_null(self.load_global(inst.argval), inst.arg & 1)
+
+    def push_with_null(self, value, null):
+        """Push ``value``, with a NULL (if ``null``) where CALL expects it for this version."""
+        if null and not PY313:
             self.push(NullVariable())
-        self.push(self.load_global(inst.argval))
+        self.push(value)
+        if null and PY313:
+            self.push(NullVariable())
 
     def STORE_GLOBAL(self, inst):
         """``global n; n = value``: a side effect, replayed by the transformed code once the
@@ -321,9 +334,8 @@ class InstructionTranslatorBase:
 
     def LOAD_ATTR(self, inst):
         value = self.pop().var_getattr(self, inst.argval)
-        if PY312 and inst.arg & 1:  # 3.12's method form; [NULL, bound method] calls the same
-            self.push(NullVariable())
-        self.push(value)
+        # 3.12's method form; [NULL, bound method] (3.13: [bound method, NULL]) calls the same
+        self.push_with_null(value, PY312 and inst.arg & 1)
 
     def LOAD_METHOD(self, inst):  # 3.11
         value = self.pop().var_getattr(self, inst.argval)
@@ -334,9 +346,7 @@ class InstructionTranslatorBase:
         obj, cls = self.pop(), self.pop()
         self.pop()  # the global super itself
         value = SuperVariable(cls.as_python_constant(), obj).var_getattr(self, inst.argval)
-        if inst.arg & 1:
-            self.push(NullVariable())
-        self.push(value)
+        self.push_with_null(value, inst.arg & 1)
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
@@ -363,13 +373,11 @@ class InstructionTranslatorBase:
 
     def BINARY_SLICE(self, inst):  # 3.12: container[start:end]
         end, start, container = self.pop(), self.pop(), self.pop()
-        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
-        self.push(self.call_builtin(operator.getitem, container, bounds))
+        self.push(self.call_builtin(operator.getitem, container, make_slice([start, end])))
 
     def STORE_SLICE(self, inst):  # 3.12: container[start:end] = value
         end, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
-        bounds = SliceVariable(slice(start.as_python_constant(), end.as_python_constant()))
-        self.call_builtin(operator.setitem, container, bounds, value)
+        self.call_builtin(operator.setitem, container, make_slice([start, end]), value)
 
     # --- the stack -----------------------------------------------------------------------------------
 
@@ -410,6 +418,8 @@ class InstructionTranslatorBase:
         self.push(ConstantVariable(not self.pop().truthy(self)))
 
     def COMPARE_OP(self, inst):
+        """(3.13 sets bit 16 of the oparg to ask for a bool: the jump after it tests the result as
+        TO_BOOL would, so the result is left as it is.)"""
         b, a = self.pop(), self.pop()
         self.push(self.call_builtin(COMPARE_OPS[inst.argval], a, b))
 
@@ -421,6 +431,9 @@ class InstructionTranslatorBase:
         container, item = self.pop(), self.pop()
         found = self.call_builtin(operator.contains, container, item).as_python_constant()
         self.push(ConstantVariable(found != bool(inst.arg)))
+
+    def TO_BOOL(self, inst):  # 3.13: before every jump on a value, and before `not`
+        pass  # POP_JUMP_IF_* and UNARY_NOT ask the tracker for its truth value themselves
 
     def CALL_INTRINSIC_1(self, inst):  # 3.12
         intrinsic = inst.arg
@@ -448,11 +461,7 @@ class InstructionTranslatorBase:
         self.push(ConstDictVariable(dict(zip(keys, self.popn(inst.arg)))))
 
     def BUILD_SLICE(self, inst):
-        bounds = self.popn(inst.arg)
-        if any(isinstance(b, SymNodeVariable) for b in bounds):
-            self.push(SymSliceVariable(bounds))
-        else:
-            self.push(SliceVariable(slice(*[b.as_python_constant() for b in bounds])))
+        self.push(make_slice(self.popn(inst.arg)))
 
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
@@ -462,6 +471,17 @@ class InstructionTranslatorBase:
         value = self.pop().as_python_constant()
         convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
         self.push(ConstantVariable(format(convert(value), spec)))
+
+    def CONVERT_VALUE(self, inst):  # 3.13: the !s, !r, !a of an f-string
+        convert = {1: str, 2: repr, 3: ascii}[inst.arg]
+        self.push(ConstantVariable(convert(self.pop().as_python_constant())))
+
+    def FORMAT_SIMPLE(self, inst):  # 3.13: f"{value}"
+        self.push(ConstantVariable(format(self.pop().as_python_constant())))
+
+    def FORMAT_WITH_SPEC(self, inst):  # 3.13: f"{value:spec}"
+        spec = self.pop().as_python_constant()
+        self.push(ConstantVariable(format(self.pop().as_python_constant(), spec)))
 
     def BUILD_SET(self, inst):
         self.push(SetVariable(self.popn(inst.arg)))
@@ -570,11 +590,12 @@ class InstructionTranslatorBase:
             return
         self.pop()
         self.jump(inst)
-        if PY312:  # 3.12 jumps to the END_FOR at the target and past it, as CPython does
-            self.instruction_pointer += 1
+        # 3.12 jumps to the END_FOR at the target and past it, as CPython does; 3.13 past the
+        # END_FOR and the POP_TOP after it.
+        self.instruction_pointer += 2 if PY313 else 1 if PY312 else 0
 
-    def END_FOR(self, inst):  # 3.12
-        self.popn(2)
+    def END_FOR(self, inst):  # 3.12 (pops the iterator and the last item; 3.13: the item only)
+        self.popn(1 if PY313 else 2)
 
     # --- calls and functions ---------------------------------------------------------------------
 
@@ -582,30 +603,63 @@ class InstructionTranslatorBase:
         self.kw_names = inst.argval
 
     def CALL(self, inst):
-        args = self.popn(inst.arg)
-        first, second = self.popn(2)  # [NULL, callable] or [callable, self]
-        fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second] + args)
-        kw_names, self.kw_names = self.kw_names, ()  # set by a KW_NAMES just before
+        kw_names, self.kw_names = self.kw_names, ()  # set by a KW_NAMES just before (3.11, 3.12)
+        self.call_function_with_kw_names(inst.arg, kw_names)
+
+    def CALL_KW(self, inst):  # 3.13: the keyword names are a tuple on top of the arguments
+        self.call_function_with_kw_names(inst.arg, self.pop().as_python_constant())
+
+    def call_function_with_kw_names(self, nargs, kw_names):
+        """Pop a call's operands, call, push the result. The operands are [NULL, callable]
+        (3.13: [callable, NULL]) or [callable, self], then ``nargs`` arguments, the last
+        ``len(kw_names)`` of them passed by keyword."""
+        args = self.popn(nargs)
+        fn, self_or_null = self.pop_callable()
+        if self_or_null is not None:
+            args = [self_or_null] + args
         n_positional = len(args) - len(kw_names)
         kwargs = dict(zip(kw_names, args[n_positional:]))
         self.push(fn.call_function(self, args[:n_positional], kwargs))
 
+    def pop_callable(self):
+        """Pop the two stack items under a call's arguments: the callable, and the ``self`` it is
+        called with (None where it is a NULL)."""
+        first, second = self.popn(2)
+        if isinstance(first, NullVariable):  # 3.11 / 3.12: [NULL, callable]
+            return second, None
+        if isinstance(second, NullVariable):  # 3.13: [callable, NULL]
+            return first, None
+        return first, second  # [method, self]
+
     def CALL_FUNCTION_EX(self, inst):
         kwargs = self.pop() if inst.arg & 1 else ConstDictVariable({})
-        args, fn = self.pop(), self.pop()
-        self.pop()  # the NULL below the callable
+        args = self.pop()
+        fn, _ = self.pop_callable()  # the other item is a NULL
         if not isinstance(kwargs, ConstDictVariable):
             unsupported(f"** of {kwargs}")
         self.push(fn.call_function(self, args.unpack_var_sequence(self), dict(kwargs.items)))
 
     def MAKE_FUNCTION(self, inst):
+        """3.11 and 3.12: the code, and below it what the flags in the oparg name (closure,
+        annotations, keyword defaults, defaults). 3.13: the code only (SET_FUNCTION_ATTRIBUTE)."""
         code = self.pop().as_python_constant()
-        closure = self.pop().items if inst.arg & 0x08 else []
-        if inst.arg & 0x04:
+        flags = 0 if PY313 else inst.arg
+        closure = self.pop().items if flags & 0x08 else []
+        if flags & 0x04:
             self.pop()  # annotations
-        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
-        defaults = self.pop().items if inst.arg & 0x01 else []
+        kwdefaults = self.pop().items if flags & 0x02 else {}
+        defaults = self.pop().items if flags & 0x01 else []
         self.push(NestedUserFunctionVariable(code, self.f_globals, defaults, kwdefaults, closure))
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst):  # 3.13: one of MAKE_FUNCTION's old flags at a time
+        fn, value = self.pop(), self.pop()
+        if inst.arg == 0x08:
+            fn.closure = value.items
+        elif inst.arg == 0x02:
+            fn.kwdefaults = value.items
+        elif inst.arg == 0x01:
+            fn.defaults = value.items
+        self.push(fn)  # 0x04 (annotations) is not kept, as in MAKE_FUNCTION
 
     # --- with blocks ----------------------------------------------------------------------------
 
@@ -675,6 +729,13 @@ def resolve_import(name, level, f_globals):
         return importlib.util.resolve_name("." * level + name, package)
     except (ImportError, ValueError) as error:
         unsupported(f"a relative import in a module without a package ({error})")
+
+
+def make_slice(bounds):
+    """The tracker of ``slice(*bounds)``: a size symbol among the bounds stays symbolic."""
+    if any(isinstance(b, SymNodeVariable) for b in bounds):
+        return SymSliceVariable(bounds)
+    return SliceVariable(slice(*[b.as_python_constant() for b in bounds]))
 
 
 def is_none(var):
@@ -819,8 +880,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         if inst.opname not in TERMINATORS:
             size, nulls = self.stack_after(inst, kept)
             resume = ContinueExecutionCache.lookup(self.code, index + 1, size, nulls, live)
-            codegen.push_null()
-            codegen.make_function(resume)
+            codegen.add_push_null(lambda: codegen.make_function(resume))
             first, rest = self.resume_self(live)
             for name in first:
                 codegen.load_fast(name)
@@ -861,10 +921,12 @@ class InstructionTranslator(InstructionTranslatorBase):
         if_target = self.resume_call_code(target, len(rest) + keeps, nulls, len(values) - 1 + keeps, live_target)
         self.output.codegen_global_writes(codegen)
         codegen.load_fast(f"___stack{len(values) - 1}")
+        if PY313:
+            codegen.append("TO_BOOL")  # 3.13's jumps take only True or False
         sense = "TRUE" if "IF_TRUE" in inst.opname else "FALSE"
         jump = "POP_JUMP_IF_" + sense if PY312 else "POP_JUMP_FORWARD_IF_" + sense
         codegen.append(jump, target=if_target[0])
-        unsafe = codegen.instructions[-1:]
+        unsafe = codegen.instructions[-2:] if PY313 else codegen.instructions[-1:]
         codegen.instructions += if_next + if_target
         self.restore_grad_mode_on_error(codegen, inst, unsafe)
         return self.output.call_graph(self) + codegen.instructions
@@ -874,8 +936,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         and the locals ``live``, and return what it returns."""
         resume = ContinueExecutionCache.lookup(self.code, index, size, nulls, live)
         codegen = PyCodegen(self.current_instruction.positions)
-        codegen.push_null()
-        codegen.make_function(resume)
+        codegen.add_push_null(lambda: codegen.make_function(resume))
         first, rest = self.resume_self(live)
         for name in first:
             codegen.load_fast(name)
@@ -947,13 +1008,14 @@ class InstructionTranslator(InstructionTranslatorBase):
             effect = _stack_effect(inst, jump=False)
         size = len(self.stack) + effect
         nulls = [i for i, var in enumerate(kept) if isinstance(var, NullVariable)]
-        if pushes_null(inst):
-            nulls.append(size - 2)  # the NULL below the value, pushed by the resume function
+        if pushes_null(inst):  # the NULL with the value, pushed by the resume function
+            nulls.append(size - 1 if PY313 else size - 2)
         return size, tuple(nulls)
 
     def emit_plain(self, codegen, inst):
         """``inst`` for the transformed frame: a call with its KW_NAMES (and 3.11's PRECALL);
-        instructions that push a NULL and a value emit the value only."""
+        instructions that push a NULL and a value emit the value only; 3.13's UNARY_NOT gets the
+        TO_BOOL it needs (its operand is whatever the TO_BOOL before it left, here unchanged)."""
         if inst.opname == "CALL":
             if self.kw_names:
                 codegen.append("KW_NAMES", argval=self.kw_names)
@@ -962,6 +1024,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             codegen.load_attr(inst.argval)
         elif inst.opname == "LOAD_GLOBAL":
             codegen.load_global(inst.argval)
+        elif inst.opname == "UNARY_NOT" and PY313:  # 3.13's UNARY_NOT takes only True or False
+            codegen.append("TO_BOOL")
+            codegen.append("UNARY_NOT")
         else:
             codegen.append(inst.opname, arg=inst.arg, argval=inst.argval)
 
@@ -993,13 +1058,16 @@ def call_operands(inst):
     instructions: they never consume a NULL)."""
     if inst.opname == "CALL":
         return inst.arg + 2
+    if inst.opname == "CALL_KW":  # 3.13: the tuple of keyword names too
+        return inst.arg + 3
     if inst.opname == "CALL_FUNCTION_EX":
         return 3 + (inst.arg & 1)
     return 0
 
 
 def pushes_null(inst):
-    """LOAD_GLOBAL / LOAD_ATTR with the low bit set, and 3.11's LOAD_METHOD, push NULL + value."""
+    """LOAD_GLOBAL / LOAD_ATTR with the low bit set, and 3.11's LOAD_METHOD, push NULL + value
+    (3.13: value + NULL)."""
     if inst.opname == "LOAD_METHOD":
         return True
     return (inst.opname == "LOAD_GLOBAL" or (PY312 and inst.opname == "LOAD_ATTR")) and bool(inst.arg & 1)

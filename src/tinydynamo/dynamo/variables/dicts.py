@@ -222,9 +222,10 @@ class DictViewVariable(VariableTracker):
         unsupported(f"dict_{self.kind}.{name}")
 
     def reconstruct(self, codegen):
-        codegen.push_null()
-        codegen(self.dict_var)
-        codegen.load_attr(self.kind)
+        def load_method():
+            codegen(self.dict_var)
+            codegen.load_attr(self.kind)
+        codegen.add_push_null(load_method)
         codegen.call(0)
 
     def __repr__(self):

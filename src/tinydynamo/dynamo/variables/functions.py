@@ -177,7 +177,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def reconstruct(self, codegen):
         """MAKE_FUNCTION again, at a graph break (chapter 5). Its cells must be free variables of
-        the compiled frame (``LOAD_CLOSURE`` finds them there), and it must share its globals."""
+        the compiled frame (``codegen.load_closure`` finds them there), and it must share its globals."""
         if self.f_globals is not codegen.f_globals or not all(
                 isinstance(cell.source, ClosureSource) for cell in self.closure):
             unsupported(f"rebuilding {self} in Python: it closes over cells made while tracing")
@@ -195,11 +195,11 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             flags |= 0x02
         if self.closure:
             for cell in self.closure:
-                codegen.append("LOAD_CLOSURE", argval=cell.source.local_name)
+                codegen.load_closure(cell.source.local_name)
             codegen.append("BUILD_TUPLE", arg=len(self.closure))
             flags |= 0x08
         codegen.load_const(self.code)
-        codegen.append("MAKE_FUNCTION", arg=flags)
+        codegen.make_function_with_flags(flags)
 
     def __repr__(self):
         return f"NestedUserFunctionVariable({self.code.co_qualname})"

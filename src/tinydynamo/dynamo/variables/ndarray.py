@@ -15,6 +15,7 @@ import torch
 import torch._numpy as tnp
 from torch.utils._pytree import tree_map
 
+from ..bytecode import PY313
 from ..exc import unsupported
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
@@ -125,8 +126,9 @@ class NumpyNdarrayVariable(TensorVariable):
         """The graph returns the tensor; Python gets ``tensor.numpy()`` (sharing its memory), or
         for a scalar ``tensor.numpy()[()]``."""
         codegen.load_attr("numpy")
-        codegen.append("PUSH_NULL")
-        codegen.append("SWAP", arg=2)
+        codegen.push_null()
+        if not PY313:  # 3.11 and 3.12 want the NULL below the callable
+            codegen.append("SWAP", arg=2)
         codegen.call(0)
         if self.scalar:
             codegen.load_const(())
