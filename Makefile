@@ -21,7 +21,7 @@ $(EXT_STAMP): $(STAMP) $(wildcard src/tinydynamo/_C/*.c src/tinydynamo/_C/*.h)
 install: $(EXT_STAMP)
 
 test: install
-	$(MAKE) pytest test-hook check-assignments check-workflows book check-site
+	$(MAKE) pytest test-py312 test-py313 check-assignments check-workflows book check-site
 
 pytest: install
 	$(PY) -m pytest
@@ -49,12 +49,13 @@ test-mutants: install
 test-fuzz: install
 	TINYDYNAMO_FUZZ_EXAMPLES=2000 $(PY) -m pytest tests/fuzz
 
-# The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13; 3.11 runs in pytest.
+# The frame hook's own tests (no torch) under pyenv's CPython 3.12 and 3.13, without torch
+# (test-py312 and test-py313, in `make test`, run them too).
 test-hook: install
 	tools/test_hook.sh
 
-# The dynamo and hook tests under pyenv's CPython 3.12. Not in CI: torch for 3.12 is a large CUDA
-# build from PyPI (several GB with its CUDA libraries).
+# The dynamo and hook tests under pyenv's CPython 3.12 (3.11 runs them in pytest). torch for 3.12 is
+# a large CUDA build from PyPI (several GB with its CUDA libraries): about 2 minutes from scratch.
 PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
 VENV312 := build/venv-3.12
 test-py312:
@@ -63,7 +64,7 @@ test-py312:
 	$(VENV312)/bin/python setup.py -q build_ext --inplace
 	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 
-# The same under pyenv's CPython 3.13 (also a CUDA build of torch from PyPI; not in `make test`).
+# The same under pyenv's CPython 3.13 (also a CUDA build of torch from PyPI).
 PY313 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13),python3.13)
 VENV313 := build/venv-3.13
 test-py313:
