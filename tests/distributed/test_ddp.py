@@ -71,7 +71,8 @@ def explain_under_ddp(rank, world_size):
     """explain() of the model alone and under DDP, the bytes of parameters in each piece, and the
     sizes of the buckets that eager DDP settles on after its first step (rebuilt buckets)."""
     model = make_model()
-    placeholder_of = {"l_self_" + name.replace(".", "_"): p for name, p in model.named_parameters()}
+    # The Sequential's layers are read as L['self']._modules['0'], ...
+    placeholder_of = {"l_self_modules_" + name.replace(".", "_"): p for name, p in model.named_parameters()}
     whole = tinydynamo.explain(model)(torch.randn(8, 32))
     split = tinydynamo.explain(DDP(model, bucket_cap_mb=BUCKET_CAP_MB))(torch.randn(8, 32))
     piece_bytes = [sum(placeholder_of[n.name].numel() * 4 for n in gm.graph.find_nodes(op="placeholder")

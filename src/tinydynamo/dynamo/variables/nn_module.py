@@ -47,8 +47,11 @@ class NNModuleVariable(VariableTracker):
     def python_type(self):
         return type(self.module)
 
-    def child_source(self, key):
-        return GetItemSource(self.source, key)
+    def child_source(self, name):
+        """A container's module, read from its ``_modules`` dict by name, as PyTorch 2's guards
+        read it (``L['self']._modules['0']``): ``Sequential.__getitem__`` would cost microseconds
+        on every call, in the guard and where the graph's parameters are loaded."""
+        return GetItemSource(AttrSource(self.source, "_modules"), name)
 
     def var_getattr(self, tx, name):
 
@@ -148,9 +151,9 @@ class NNModuleVariable(VariableTracker):
             unsupported(f"slicing a {type(self.module).__name__} (it builds a new module)")
         if isinstance(self.module, torch.nn.ModuleDict):
             self.guarded_keys(tx)
-        else:
-            key = range(self.guarded_len(tx))[key]  # negative indexes count from the end
-        return tx.build(self.module[key], self.child_source(key))
+            return tx.build(self.module[key], self.child_source(key))
+        index = range(self.guarded_len(tx))[key]  # negative indexes count from the end
+        return tx.build(self.module[index], self.child_source(list(self.module._modules)[index]))
 
     def guarded_len(self, tx):
         tx.output.add_guard(Guard(self.source, "LENGTH_CHECK", len(self.module)))
