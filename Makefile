@@ -54,24 +54,23 @@ test-fuzz: install
 test-hook: install
 	tools/test_hook.sh
 
-# The dynamo and hook tests under pyenv's CPython 3.12 (3.11 runs them in pytest). torch for 3.12 is
-# a large CUDA build from PyPI (several GB with its CUDA libraries): about 2 minutes from scratch.
-PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
-VENV312 := build/venv-3.12
-test-py312:
-	test -x $(VENV312)/bin/python || $(firstword $(PY312)) -m venv $(VENV312)
-	$(VENV312)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
-	$(VENV312)/bin/python setup.py -q build_ext --inplace
-	$(VENV312)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
+# The dynamo and hook tests under another CPython (3.11 runs them in pytest), in a venv of its own:
+# $(1) is the interpreter, $(2) the venv. torch for 3.12 and 3.13 is a large CUDA build from PyPI
+# (several GB with its CUDA libraries): about 2 minutes per version from scratch.
+define test-python
+	test -x $(2)/bin/python || $(firstword $(1)) -m venv $(2)
+	$(2)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
+	$(2)/bin/python setup.py -q build_ext --inplace
+	$(2)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
+endef
 
-# The same under pyenv's CPython 3.13 (also a CUDA build of torch from PyPI).
+PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
+test-py312:
+	$(call test-python,$(PY312),build/venv-3.12)
+
 PY313 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13),python3.13)
-VENV313 := build/venv-3.13
 test-py313:
-	test -x $(VENV313)/bin/python || $(firstword $(PY313)) -m venv $(VENV313)
-	$(VENV313)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
-	$(VENV313)/bin/python setup.py -q build_ext --inplace
-	$(VENV313)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
+	$(call test-python,$(PY313),build/venv-3.13)
 
 # The published site as a reader's browser sees it: every page of _build/html (built by `make book`)
 # opened in headless Chromium, failing on a JavaScript error, a broken internal link or image, or a

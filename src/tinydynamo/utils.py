@@ -1,4 +1,5 @@
-"""Counters behind ``tinydynamo.stats()``, and the compile lock (Introduction chapter)."""
+"""Counters behind ``tinydynamo.stats()``, the compile lock (Introduction chapter), and the
+row-major strides that dynamo's guards, the prims and inductor all compute."""
 import collections
 import threading
 
@@ -47,3 +48,12 @@ def collect_counts():
 def clear_counters():
     collect_counts()
     counters.clear()
+
+
+def contiguous_strides(sizes):
+    """Row-major strides of a dense tensor of ``sizes`` (a size-0 dim counts as 1)."""
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))

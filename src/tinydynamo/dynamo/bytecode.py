@@ -104,7 +104,12 @@ def is_jump(inst):
 def copy_instructions(instructions):
     """New Instruction objects for ``instructions``, with jump targets and exception handlers
     pointing into the copy, so it can be edited without touching the original (chapter 5)."""
-    copies = {inst: dataclasses.replace(inst) for inst in instructions}
+    return relinked({inst: dataclasses.replace(inst) for inst in instructions})
+
+
+def relinked(copies):
+    """The new instructions of ``copies`` (old instruction -> its new one), their jump targets and
+    exception handlers pointed at the new ones; each exception table entry copied once."""
     entries = {}
     for copy in copies.values():
         if copy.target is not None:
@@ -314,16 +319,7 @@ def fuse_superinstructions(instructions):
             i += 1
     if len(new) == len(instructions):
         return instructions
-    entries = {}
-    for inst in new.values():
-        if inst.target is not None:
-            inst.target = new[inst.target]
-        entry = inst.exn_tab_entry
-        if entry is not None:
-            if entry not in entries:
-                entries[entry] = ExceptionTableEntry(new[entry.target], entry.depth, entry.lasti)
-            inst.exn_tab_entry = entries[entry]
-    return list(new.values())
+    return relinked(new)
 
 
 def _extended_args(arg):

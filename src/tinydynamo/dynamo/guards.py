@@ -34,6 +34,7 @@ import sympy
 import torch
 
 from ..symbolic_shapes import to_python
+from ..utils import contiguous_strides
 from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
 
 AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -285,14 +286,6 @@ class GuardBuilder:
             if not check(*args):
                 failed.append(f"{code}  # {comment}")
         return failed
-
-
-def contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def watch_ids(guard_fn, on_death):

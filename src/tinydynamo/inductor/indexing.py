@@ -20,6 +20,7 @@ import re
 
 import sympy
 
+from ..utils import contiguous_strides  # noqa: F401 (inductor's modules and a08 import it from here)
 from .sizevars import is_size, known, size_gcd, structural_key
 
 
@@ -365,15 +366,6 @@ def mod(expr, divisor):
     if known(sympy.Gt, g, 1):
         return mod(_divide_exactly(rest, g), divisor // g) * g
     return Expr.of(ModularIndexing(rest, divisor))
-
-
-def contiguous_strides(sizes):
-    """Row-major strides of a dense tensor of ``sizes``."""
-    strides, step = [], 1
-    for size in reversed(sizes):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def flatten(index, sizes):

@@ -25,6 +25,7 @@ import types
 
 import torch
 
+from ..utils import contiguous_strides
 from .prim_tracer import current_tracer
 
 KINDS = ("pointwise", "reduction", "view", "creation", "random", "indexing", "extern")
@@ -112,14 +113,6 @@ def _scalar_fits(value, dtype):
 def _meta(shape, dtype):
     """A new contiguous meta tensor."""
     return torch.empty(tuple(shape), dtype=dtype, device="meta")
-
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def _check_dims(name, dims, ndim):
@@ -342,7 +335,7 @@ def view_strides(shape, strides, new_shape):
     split each chunk exactly.
     """
     if math.prod(shape) == 0:
-        return _contiguous_strides(new_shape)
+        return contiguous_strides(new_shape)
     chunks = []  # (number of elements, stride of the innermost dim), outermost chunk first
     for size, stride in zip(shape, strides):
         if size == 1:
@@ -351,7 +344,7 @@ def view_strides(shape, strides, new_shape):
             chunks[-1] = (chunks[-1][0] * size, stride)
         else:
             chunks.append((size, stride))
-    new_strides = list(_contiguous_strides(new_shape))  # kept for the leftover size-1 dims
+    new_strides = list(contiguous_strides(new_shape))  # kept for the leftover size-1 dims
     d = len(new_shape) - 1
     for numel, stride in reversed(chunks):
         covered = 1
