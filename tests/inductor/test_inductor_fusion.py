@@ -40,6 +40,33 @@ def test_softmax_multiplies_each_row_by_one_reciprocal_of_its_sum():
     assert "1.0f / buf" in last_pass and " * " in last_pass
 
 
+def test_softmax_computes_exponentials_and_their_sum_in_one_pass():
+    """exp(x - max) and its sum share one loop over the row (a loop group): the sum reads each
+    exponential in the iteration that stores it."""
+    x = torch.randn(16, 128)
+    _, module = generated(torch_graph(lambda x: torch.softmax(x, -1), [x]), [x])
+    loops = module.kernels_source.split("for (int64_t ")[1:]
+    assert len(loops) == 4  # the rows; the max; exp and sum together; the output
+    assert "expf(" in loops[2] and "acc" in loops[2]
+
+
+def _rotated_sum(x):
+    y = (x - x.amax(-1, keepdim=True)).exp()  # read by the sum at the next column too: no loop sharing
+    return y, (y * torch.cat([y[:, 1:], y[:, :1]], -1)).sum(-1)
+
+
+def _sum_then_scale(x):
+    s = x.sum(-1, keepdim=True)
+    return x * 2, (x * 2).amax(-1), x / s  # the scale reads a reduction: a loop of its own
+
+
+@pytest.mark.parametrize("fn", [_rotated_sum, _sum_then_scale], ids=["rotated", "after_reduction"])
+def test_bodies_share_a_loop_only_when_each_reads_values_of_its_own_iteration(fn):
+    x = torch.rand(8, 33, generator=torch.Generator().manual_seed(0)) + 0.5
+    x[3, 5] = float("nan")  # max's nan flag inside a shared loop
+    check_torch(fn, [x])
+
+
 def _masked_rows(x):
     x = x.clone()
     x[0] = float("-inf")  # fully masked: nan, as eager

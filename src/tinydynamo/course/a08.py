@@ -12,7 +12,9 @@ The learner writes three pieces of ``tinydynamo.inductor.codegen.cpp``:
    store its result (``reduction_init`` and ``CppKernel._reduction_body``).
 
 ``swapped_codegen`` puts any of them into the real code generator and restores the reference on
-exit, even on error. Inside it, kernels compile into a fresh cache directory (so the learner's
+exit, even on error. While a body piece is graded, every body gets loops of its own (no loop
+groups, which the reference writes itself), so all of them are the learner's. Inside it, kernels
+compile into a fresh cache directory (so the learner's
 C++ is really compiled and run, never a cached library), a compile error is raised instead of
 being hidden by ``config.suppress_errors``, and every C++ source compiled is recorded.
 
@@ -137,8 +139,16 @@ def _replacements(swap, ops, loop, pointwise_body, reduction_init, reduction_bod
               (cpp, "reduction_init", "reduction_init", reduction_init),
               (cpp.CppKernel, "_reduction_body", "reduction_body", reduction_body)]
     found += [(owner, name, _counted(swap, label, fn)) for owner, name, label, fn in pieces if fn is not None]
+    if pointwise_body is not None or reduction_body is not None:
+        found.append((cpp, "loop_groups", _one_body_per_loop_nest))
     found.append((codecache, "load", _recording_load(swap, codecache.load)))
     return found
+
+
+def _one_body_per_loop_nest(bodies):
+    """Every body in loops of its own, none in a loop group (``cpp.loop_groups``): so every
+    pointwise and reduction body of a graded kernel is written by the learner's pieces."""
+    return [[body] for body in bodies]
 
 
 @contextlib.contextmanager

@@ -14,20 +14,17 @@ static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf3
     }
     if (acc0_nan) acc0 = std::numeric_limits<float>::quiet_NaN();
     buf0 = acc0;
-    #pragma omp simd
+    float acc2 = 0;
+    #pragma omp simd reduction(+:acc2)
     for (int64_t x1 = 0; x1 < 64; ++x1) {
-      float tmp2 = arg0_x_1[64*x0 + x1];
-      float tmp3 = tmp2 - buf0;
-      float tmp4 = td_expf(tmp3);
-      buf1[x1] = tmp4;
+      float tmp3 = arg0_x_1[64*x0 + x1];
+      float tmp4 = tmp3 - buf0;
+      float tmp5 = td_expf(tmp4);
+      buf1[x1] = tmp5;
+      float tmp6 = buf1[x1];
+      acc2 = acc2 + tmp6;
     }
-    float acc5 = 0;
-    #pragma omp simd reduction(+:acc5)
-    for (int64_t r0 = 0; r0 < 64; ++r0) {
-      float tmp6 = buf1[r0];
-      acc5 = acc5 + tmp6;
-    }
-    buf2 = acc5;
+    buf2 = acc2;
     #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
       float tmp7 = buf1[x1];

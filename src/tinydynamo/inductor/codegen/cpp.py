@@ -10,8 +10,10 @@ Each FusedSchedulerNode becomes one C++ function (:class:`CppKernel`):
         #pragma omp simd reduction(max:acc0) ...
         for (int64_t r0 = 0; r0 < 1024; ++r0) { ... }
         buf0 = acc0;
-        #pragma omp simd                           // a pointwise body
-        for (int64_t x1 = 0; x1 < 1024; ++x1) { ... buf2[1024*x0 + x1] = tmp3; }
+        float acc1 = 0;                            // a loop group: a pointwise body (exp) and
+        #pragma omp simd reduction(+:acc1)         // the reduction that reads it (the row sum)
+        for (int64_t x1 = 0; x1 < 1024; ++x1) { ... buf1[x1] = tmp3; ... acc1 = acc1 + tmp4; }
+        ...
       }
     }
 
@@ -355,6 +357,11 @@ def accumulator_ctype(reduction_type, dtype):
     return compute_ctype(dtype)
 
 
+def _tracks_nan(data):
+    """A float max or min remembers whether it saw a nan (OpenMP's max reduction drops it)."""
+    return data.reduction_type in ("max", "min") and data.src_dtype.is_floating_point
+
+
 def reduction_init(reduction_type, dtype):
     ctype = compute_ctype(dtype)
     if reduction_type == "sum":
@@ -377,6 +384,65 @@ class _Body(typing.NamedTuple):
     rindex: list  # the same for its reduction variables
     inner_vars: list  # loops of its own inside the outer loops (not reduced)
     reduction_vars: list
+    reads: dict  # buffer name -> the indices the node reads it at, in kernel variables (None: unknown)
+    write: Expr  # the index the node stores at, in kernel variables
+
+    @property
+    def own_vars(self):
+        return self.inner_vars + self.reduction_vars
+
+    def can_share_loops(self):
+        """A pointwise body, or a reduction over all of its own loops that needs no serial order."""
+        return bool(self.own_vars) and not (self.node.is_reduction() and (
+            self.inner_vars or self.node.buffer.data.reduction_type.startswith("arg")))
+
+    def renamed(self, mapping):
+        """The same body with its own loop variables replaced (``mapping``: Var -> Var)."""
+        indices = {name: None if found is None else [i.subs(mapping) for i in found]
+                   for name, found in self.reads.items()}
+        own = [mapping.get(v, v) for v in self.own_vars]
+        inner, reduction = own[:len(self.inner_vars)], own[len(self.inner_vars):]
+        return _Body(self.node, [e.subs(mapping) for e in self.index], [e.subs(mapping) for e in self.rindex],
+                     inner, reduction, indices, self.write.subs(mapping))
+
+
+def _body_reads(node, mapping):
+    reads = {}
+    for dep in node.read_writes.reads:
+        if isinstance(dep, MemoryDep):
+            found = reads.setdefault(dep.name, [])
+            if found is not None:
+                found.append(dep.index.subs(mapping))
+        else:
+            reads[dep.name] = None
+    return reads
+
+
+def loop_groups(bodies):
+    """Consecutive bodies that can run in one loop nest: the same own loops, and every value a body
+    reads from an earlier member was stored in the same iteration (softmax's exponentials and their
+    sum: one pass over the row instead of two). Each body comes renamed to its group's variables."""
+    groups = []
+    for body in bodies:
+        group = groups[-1] if groups else None
+        if group and group[0].can_share_loops() and body.can_share_loops() \
+                and same_sizes([v.size for v in body.own_vars], [v.size for v in group[0].own_vars]):
+            renamed = body.renamed(dict(zip(body.own_vars, group[0].own_vars)))
+            if all(_reads_same_iteration(renamed, member) for member in group):
+                group.append(renamed)
+                continue
+        groups.append([body])
+    return groups
+
+
+def _reads_same_iteration(body, member):
+    """Whether every read by ``body`` of ``member``'s buffer is of the element stored in the same
+    iteration (never of a reduction's result, which is complete only after the loop)."""
+    name = member.node.name
+    if name not in body.reads:
+        return True
+    found = body.reads[name]
+    return found is not None and not member.node.is_reduction() and all(i == member.write for i in found)
 
 
 def _node_exprs(node):
@@ -486,8 +552,10 @@ class CppKernel(Kernel):
             inner_vars, inner_map = simplify_loops(node.index[depth:], exprs, "x", len(self.outer_vars))
             reduction_vars, reduction_map = simplify_loops(node.rindex, exprs, "r")
             index = [outer_map[v] for v in node.index[:depth]] + [inner_map[v] for v in node.index[depth:]]
+            mapping = {**outer_map, **inner_map, **reduction_map}
+            write = node.read_writes.writes[0].index.subs(mapping)
             bodies.append(_Body(node, index, [reduction_map[v] for v in node.rindex],
-                                inner_vars, reduction_vars))
+                                inner_vars, reduction_vars, _body_reads(node, mapping), write))
         return bodies
 
     @contextlib.contextmanager
@@ -529,50 +597,61 @@ class CppKernel(Kernel):
     # ------------------------------------------------------------------ bodies
 
     def _pointwise_body(self, body):
-        node = body.node
         pragmas = [None] * len(body.inner_vars)
         if pragmas:
             pragmas[-1] = "#pragma omp simd"
         with self.cse_scope(), contextlib.ExitStack() as loops:
             self._loops(loops, body.inner_vars, pragmas)
-            with V.set_ops_handler(self):
-                value = node.buffer.data.inner_fn(body.index)
-            self.store(node.name, node.buffer.store_index(body.index), value)
+            self._pointwise_step(body)
+
+    def _pointwise_step(self, body):
+        node = body.node
+        with V.set_ops_handler(self):
+            value = node.buffer.data.inner_fn(body.index)
+        self.store(node.name, node.buffer.store_index(body.index), value)
 
     def _reduction_body(self, body, full_reduction):
-        node = body.node
-        data = node.buffer.data
-        rtype = data.reduction_type
-        acc = self.new_name("acc")
-        acc_type = accumulator_ctype(rtype, data.src_dtype)
-        tracks_nan = rtype in ("max", "min") and data.src_dtype.is_floating_point
         with contextlib.ExitStack() as inner_loops:
             self._loops(inner_loops, body.inner_vars, [None] * len(body.inner_vars))
-            self.body.writeline(f"{acc_type} {acc} = {reduction_init(rtype, data.src_dtype)};")
-            if tracks_nan:
-                self.body.writeline(f"int {acc}_nan = 0;")
-            if rtype.startswith("arg"):
-                self.body.writeline(f"int64_t {acc}_index = 0;")
-            pragmas = self._reduction_pragmas(body, rtype, acc, tracks_nan, full_reduction)
+            acc = self._start_reduction(body)
+            pragmas = self._reduction_pragmas(body, acc, full_reduction)
             with self.cse_scope(), contextlib.ExitStack() as reduction_loops:
                 self._loops(reduction_loops, body.reduction_vars, pragmas)
-                with V.set_ops_handler(self):
-                    value = data.inner_fn(body.index, body.rindex)
-                self._combine(rtype, acc, value, data.src_dtype, body)
-            if tracks_nan:
-                self.body.writeline(f"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();")
-            result = f"{acc}_index" if rtype.startswith("arg") else acc
-            self.store(node.name, node.buffer.store_index(body.index), CSEVariable(result, data.dtype))
+                self._reduction_step(body, acc)
+            self._finish_reduction(body, acc)
 
-    def _reduction_pragmas(self, body, rtype, acc, tracks_nan, full_reduction):
+    def _start_reduction(self, body):
+        """Declare the accumulator (and its nan flag or index); return its name."""
+        data = body.node.buffer.data
+        acc = self.new_name("acc")
+        self.body.writeline(f"{accumulator_ctype(data.reduction_type, data.src_dtype)} {acc} = "
+                            f"{reduction_init(data.reduction_type, data.src_dtype)};")
+        if _tracks_nan(data):
+            self.body.writeline(f"int {acc}_nan = 0;")
+        if data.reduction_type.startswith("arg"):
+            self.body.writeline(f"int64_t {acc}_index = 0;")
+        return acc
+
+    def _reduction_step(self, body, acc):
+        data = body.node.buffer.data
+        with V.set_ops_handler(self):
+            value = data.inner_fn(body.index, body.rindex)
+        self._combine(data.reduction_type, acc, value, data.src_dtype, body)
+
+    def _finish_reduction(self, body, acc):
+        data = body.node.buffer.data
+        if _tracks_nan(data):
+            acc_type = accumulator_ctype(data.reduction_type, data.src_dtype)
+            self.body.writeline(f"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();")
+        result = f"{acc}_index" if data.reduction_type.startswith("arg") else acc
+        self.store(body.node.name, body.node.buffer.store_index(body.index), CSEVariable(result, data.dtype))
+
+    def _reduction_pragmas(self, body, acc, full_reduction):
         n = len(body.reduction_vars)
         pragmas = [None] * n
-        if n == 0 or rtype.startswith("arg"):  # argmax keeps the first maximum: a serial loop
-            return pragmas
-        op = _REDUCTION_CLAUSE[rtype]
-        if rtype in ("max", "min") and body.node.buffer.data.src_dtype == torch.bool:
-            op = "||" if rtype == "max" else "&&"
-        clause = f"reduction({op}:{acc})" + (f" reduction(|:{acc}_nan)" if tracks_nan else "")
+        if n == 0 or body.node.buffer.data.reduction_type.startswith("arg"):
+            return pragmas  # argmax keeps the first maximum: a serial loop
+        clause = self._reduction_clause(body, acc)
         parallel = parallel_clause(math.prod(v.size for v in body.reduction_vars), 1) if full_reduction else None
         if parallel is not None:
             collapse = f" collapse({n})" if n > 1 else ""
@@ -580,6 +659,32 @@ class CppKernel(Kernel):
         else:
             pragmas[-1] = f"#pragma omp simd {clause}"
         return pragmas
+
+    @staticmethod
+    def _reduction_clause(body, acc):
+        data = body.node.buffer.data
+        op = _REDUCTION_CLAUSE[data.reduction_type]
+        if data.reduction_type in ("max", "min") and data.src_dtype == torch.bool:
+            op = "||" if data.reduction_type == "max" else "&&"
+        return f"reduction({op}:{acc})" + (f" reduction(|:{acc}_nan)" if _tracks_nan(data) else "")
+
+    def _loop_group(self, group):
+        """Bodies that share their own loops (see :func:`loop_groups`): one loop nest, one simd
+        pragma that names every accumulator."""
+        accumulators = {b.node.name: self._start_reduction(b) for b in group if b.node.is_reduction()}
+        clauses = [self._reduction_clause(b, accumulators[b.node.name]) for b in group if b.node.is_reduction()]
+        pragmas = [None] * len(group[0].own_vars)
+        pragmas[-1] = " ".join(["#pragma omp simd", *clauses])
+        with self.cse_scope(), contextlib.ExitStack() as loops:
+            self._loops(loops, group[0].own_vars, pragmas)
+            for body in group:
+                if body.node.is_reduction():
+                    self._reduction_step(body, accumulators[body.node.name])
+                else:
+                    self._pointwise_step(body)
+        for body in group:
+            if body.node.is_reduction():
+                self._finish_reduction(body, accumulators[body.node.name])
 
     def _combine(self, rtype, acc, value, dtype, body):
         if rtype == "sum":
@@ -694,11 +799,14 @@ class CppKernel(Kernel):
             for name, elements in self.local.items():
                 ctype = compute_ctype(self.dtypes[name])
                 self.body.writeline(f"{ctype} {name};" if elements == 1 else f"{ctype} {name}[{elements}];")
-            for body in bodies:
-                if body.node.is_reduction():
-                    self._reduction_body(body, full_reduction=not self.outer_vars)
+            groups = loop_groups(bodies) if self.outer_vars else [[body] for body in bodies]
+            for group in groups:
+                if len(group) > 1:
+                    self._loop_group(group)
+                elif group[0].node.is_reduction():
+                    self._reduction_body(group[0], full_reduction=not self.outer_vars)
                 else:
-                    self._pointwise_body(body)
+                    self._pointwise_body(group[0])
 
     # ------------------------------------------------------------------ the function
 
