@@ -74,6 +74,13 @@ class CompiledBackward(torch.autograd.Function):
         raise RuntimeError("tinydynamo.aot: double backward through a compiled graph is unsupported")
 
 
+def _any_requires_grad(args):
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and arg.requires_grad:
+            return True
+    return False
+
+
 def _not_a_view(out):
     """``out``, or a tensor on the same memory that autograd does not know as a view.
 
@@ -157,8 +164,12 @@ class RuntimeWrapper:
         # Outputs made here with symbolic sizes (views, SymInts) need each call's sizes.
         self.outputs_use_sizes = any(
             isinstance(v, SIZE_TYPES) for o in meta.outputs for v in tree_flatten((o.value, o.views))[0])
-        spec = meta.output_spec  # a tuple of tensors, the usual case, needs no tree_unflatten
+        spec = meta.output_spec  # a tensor or a tuple of tensors, the usual case, needs no tree_unflatten
+        self.output_is_a_leaf = spec.is_leaf()
         self.outputs_are_a_flat_tuple = spec.type is tuple and all(c.is_leaf() for c in spec.children())
+        # The usual case again: the graph's outputs are the user's, in order (no mutation, no alias).
+        self.outputs_are_graph_outputs = not meta.mutated_inputs and not self.outputs_use_sizes and all(
+            o.kind is OutputType.NON_ALIAS and o.index == i for i, o in enumerate(meta.outputs))
 
     def __call__(self, *args):
         args = [*self.lifted, *args]
@@ -168,22 +179,28 @@ class RuntimeWrapper:
         for i, (info, arg) in enumerate(zip(self.meta.inputs, args)):
             info.check(i, arg)
         graph_outputs = self._run_graphs(args)
-        if self.meta.mutated_inputs:
-            without_grad(self._copy_back_mutations, args, graph_outputs)
-        bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.outputs_use_sizes else {}
-        outputs = [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
+        if self.outputs_are_graph_outputs:
+            outputs = graph_outputs
+        else:
+            outputs = self._user_outputs(args, graph_outputs)
+        if self.output_is_a_leaf:
+            return outputs[0]
         if self.outputs_are_a_flat_tuple:
             return tuple(outputs)
         return tree_unflatten(outputs, self.meta.output_spec)
+
+    def _user_outputs(self, args, graph_outputs):
+        if self.meta.mutated_inputs:
+            without_grad(self._copy_back_mutations, args, graph_outputs)
+        bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.outputs_use_sizes else {}
+        return [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
 
     def _copy_back_mutations(self, args, graph_outputs):
         for value, i in zip(graph_outputs, self.meta.mutated_inputs):
             args[i].copy_(value)
 
     def _run_graphs(self, args):
-        needs_grad = (torch.is_grad_enabled() or self.meta.enables_grad) and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in args
-        )
+        needs_grad = (torch.is_grad_enabled() or self.meta.enables_grad) and _any_requires_grad(args)
         if needs_grad and not self.meta.traced_with_grad:
             raise RuntimeError(
                 "tinydynamo.aot: this graph was compiled for inference (grad mode off or no input "
@@ -192,10 +209,15 @@ class RuntimeWrapper:
         if needs_grad and self.backward is not None:
             with torch.enable_grad():  # under an outer no_grad, for a program that enables grad
                 return CompiledFunction.apply(self, *args)
-        return without_grad(self._inference_outputs, args)
+        if needs_grad:  # grad mode on, and the graph was compiled for inference
+            return without_grad(self._inference_outputs, args)
+        return self._inference_outputs(args)  # no input requires grad: autograd records nothing
 
     def _inference_outputs(self, args):
-        return [_not_a_view(out) for out in self.forward(*args)[: self.meta.num_graph_outputs]]
+        outputs = self.forward(*args)
+        if len(outputs) != self.meta.num_graph_outputs:
+            outputs = outputs[: self.meta.num_graph_outputs]
+        return [_not_a_view(out) for out in outputs]
 
     @staticmethod
     def _user_output(info, args, graph_outputs, bindings):

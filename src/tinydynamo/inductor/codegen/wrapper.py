@@ -16,7 +16,8 @@ Intermediate buffers live in a workspace: one uint8 tensor with the size the mem
 for. A workspace belongs to one call at a time (``with workspaces.take() as workspace:``), so
 calls from several threads at once each compute in their own, and later calls reuse the ones
 that earlier calls gave back. Outputs are fresh tensors, from :func:`empty_output`, which gives
-large ones huge pages (``runtime/allocation.py``). The C++ segments report errors through their
+large ones huge pages (``runtime/allocation.py``); an output whose static layout is too small
+for that is made by ``torch.empty_strided`` itself. The C++ segments report errors through their
 return value, the error flag of that one call.
 """
 import contextlib
@@ -28,7 +29,7 @@ import sympy
 import torch
 
 from .. import ir
-from ..runtime.allocation import empty_output
+from ..runtime.allocation import empty_output, may_need_huge_pages
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode
 from ..sizevars import SymbolicSize
 from ...symbolic_shapes import SymbolicShapeError
@@ -222,14 +223,19 @@ class WrapperCodeGen:
             for name in kernel.output_names():
                 if name not in self.workspace_offsets and name not in kernel.local_buffers:
                     layout = self._buffer(name).layout  # an output, or a buffer of symbolic size
-                    self.code.writeline(f"{name} = empty_output({self._size(layout.size)}, "
-                                        f"{self._size(layout.stride)}, {layout.dtype})")
+                    self.code.writeline(f"{name} = {self._allocation(layout)}")
         pointers = [f"{name}.data_ptr()" for name in segment.params]
         if segment.uses_workspace:
             pointers.append("workspace.address")
         pointers += segment.size_params
         self.code.writeline(f"if (error := {segment.name}({', '.join(pointers)})):")
         self.code.writeline("    raise_kernel_error(error)")
+
+    def _allocation(self, layout):
+        size, stride = self._size(layout.size), self._size(layout.stride)
+        if may_need_huge_pages(layout.size, layout.stride, layout.dtype):
+            return f"empty_output({size}, {stride}, {layout.dtype})"
+        return f"torch.empty_strided({size}, {stride}, dtype={layout.dtype})"
 
     def _extern_call(self, node):
         kernel = node.kernel

@@ -44,6 +44,17 @@ def advise_huge_pages(tensor):
         madvise(start, end - start, MADV_HUGEPAGE)
 
 
+def may_need_huge_pages(size, stride, dtype):
+    """False when the output is known, from its static layout, to be too small for huge pages:
+    the wrapper then calls ``torch.empty_strided`` itself and skips :func:`empty_output`'s check."""
+    if not all(isinstance(n, int) for n in (*size, *stride)):
+        return True
+    if 0 in size:
+        return False
+    elements = 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    return elements * dtype.itemsize >= MIN_BYTES
+
+
 def empty_output(size, stride, dtype):
     """``torch.empty_strided`` for a graph output, with huge pages when it is large."""
     tensor = torch.empty_strided(size, stride, dtype=dtype)
