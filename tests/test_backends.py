@@ -102,3 +102,28 @@ def test_torch_compile_graphs_mutating_an_input_that_requires_grad_run_eagerly()
     relu_in_place_on_an_input(v * 1).sum().backward()
     torch.testing.assert_close(w.grad, v.grad)
     assert [str(w.message) for w in caught if "mutated in place" in str(w.message)]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_dynamo_skips_the_backends_input_checks_and_its_guards_catch_every_new_layout(backend, monkeypatch):
+    """Dynamo calls a compiled graph's ``without_input_checks``: the guards already checked every
+    input. So each input that the RuntimeWrapper would have refused must fail a guard instead."""
+    from tinydynamo.aot import schemas
+
+    def refuse(self, index, arg):
+        raise AssertionError("RuntimeWrapper checked an input that the guards had checked")
+
+    def fn(x):
+        return x * 2 + 1
+
+    compiled = tinydynamo.compile(fn, backend=backend, dynamic=False)
+    x = torch.randn(8, 6)
+    compiled(x)
+    monkeypatch.setattr(schemas.InputInfo, "check", refuse)
+    compiled(x)
+    monkeypatch.undo()
+    recompiles = tinydynamo.stats()["recompiles"]
+    others = [x.t(), x.double(), torch.randn(9, 6), torch.randn(8, 6, requires_grad=True), x[:, ::2]]
+    for other in others:
+        torch.testing.assert_close(compiled(other), fn(other))
+    assert tinydynamo.stats()["recompiles"] - recompiles == len(others)

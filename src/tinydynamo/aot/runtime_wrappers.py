@@ -6,8 +6,9 @@ its ``backward`` runs the backward graph on those values and the incoming gradie
 
 ``RuntimeWrapper`` is the callable ``aot_autograd`` returns. Around the graphs it restores
 what functionalization took out (PyTorch: ``runtime_wrappers.py``): it checks the inputs
-match what was traced, copies new values into mutated inputs, and re-makes outputs that
-alias an input or another output by replaying their view ops.
+match what was traced (unless dynamo calls it, whose guards have checked them), copies new
+values into mutated inputs, and re-makes outputs that alias an input or another output by
+replaying their view ops.
 
 With symbolic sizes, the graphs take and return plain ints for them: the forward returns the
 sizes the backward needs after the saved tensors (``ctx`` keeps them), and the sizes of the
@@ -170,6 +171,7 @@ class RuntimeWrapper:
         # The usual case again: the graph's outputs are the user's, in order (no mutation, no alias).
         self.outputs_are_graph_outputs = not meta.mutated_inputs and not self.outputs_use_sizes and all(
             o.kind is OutputType.NON_ALIAS and o.index == i for i, o in enumerate(meta.outputs))
+        self.forward_without_input_checks = getattr(forward, "without_input_checks", forward)
 
     def __call__(self, *args):
         args = [*self.lifted, *args]
@@ -178,7 +180,17 @@ class RuntimeWrapper:
             raise TypeError(f"tinydynamo.aot: expected {expected} inputs, got {len(args)}")
         for i, (info, arg) in enumerate(zip(self.meta.inputs, args)):
             info.check(i, arg)
-        graph_outputs = self._run_graphs(args)
+        return self._outputs(args, self._run_graphs(args, self.forward))
+
+    def without_input_checks(self, *args):
+        """``__call__`` for inputs known to be laid out as the traced ones: dynamo's guards have
+        checked each input tensor's dtype, device, shape, strides and requires_grad before the call
+        (PyTorch's runtime wrapper checks nothing either). The compiled forward is called the same
+        way, when it offers it."""
+        args = [*self.lifted, *args]
+        return self._outputs(args, self._run_graphs(args, self.forward_without_input_checks))
+
+    def _outputs(self, args, graph_outputs):
         if self.outputs_are_graph_outputs:
             outputs = graph_outputs
         else:
@@ -199,7 +211,7 @@ class RuntimeWrapper:
         for value, i in zip(graph_outputs, self.meta.mutated_inputs):
             args[i].copy_(value)
 
-    def _run_graphs(self, args):
+    def _run_graphs(self, args, forward):
         needs_grad = (torch.is_grad_enabled() or self.meta.enables_grad) and _any_requires_grad(args)
         if needs_grad and not self.meta.traced_with_grad:
             raise RuntimeError(
@@ -210,11 +222,11 @@ class RuntimeWrapper:
             with torch.enable_grad():  # under an outer no_grad, for a program that enables grad
                 return CompiledFunction.apply(self, *args)
         if needs_grad:  # grad mode on, and the graph was compiled for inference
-            return without_grad(self._inference_outputs, args)
-        return self._inference_outputs(args)  # no input requires grad: autograd records nothing
+            return without_grad(self._inference_outputs, args, forward)
+        return self._inference_outputs(args, forward)  # no input requires grad: autograd records nothing
 
-    def _inference_outputs(self, args):
-        outputs = self.forward(*args)
+    def _inference_outputs(self, args, forward):
+        outputs = forward(*args)
         if len(outputs) != self.meta.num_graph_outputs:
             outputs = outputs[: self.meta.num_graph_outputs]
         return [_not_a_view(out) for out in outputs]

@@ -386,6 +386,8 @@ class OutputGraph:
                                                grad_mode=self.initial_grad_mode)
         else:
             compiled = compile_graph(gm, example_inputs)
+            # The guards check every input tensor before each call: the backend need not again.
+            compiled = getattr(compiled, "without_input_checks", compiled)
         return self.install_global("__compiled_fn", eval_frame.disable(compiled))
 
     def add_aliasing_guard(self):
