@@ -8,11 +8,14 @@ from tinydynamo.bench import harness, tuning, workloads
 
 
 def test_quick_run_writes_results(tmp_path, capsys):
-    assert bench.main(["--quick", "--workloads", "call_overhead", "--rounds", "1", "--out", str(tmp_path)]) == 0
+    assert bench.main(["--quick", "--workloads", "call_overhead,call_overhead_inductor", "--rounds", "1",
+                       "--out", str(tmp_path)]) == 0
     (json_path,) = tmp_path.glob("bench-cpu-*.json")
     data = json.loads(json_path.read_text())
-    (workload,) = data["workloads"]
-    assert workload["name"] == "call_overhead"
+    workload, inductor = data["workloads"]
+    assert (workload["name"], workload["backend"]) == ("call_overhead", "eager")
+    assert (inductor["name"], inductor["backend"]) == ("call_overhead_inductor", "inductor")
+    assert data["summary"]["call_overhead_inductor"]["tinydynamo_overhead_us"] is not None
     eager = workload["variants"]["eager"]
     assert eager["error"] is None and eager["median_s"] > 0 and eager["speedup"] == 1.0
     assert workload["variants"]["torch.compile"]["median_s"] > 0

@@ -106,5 +106,7 @@ WORKLOADS = {
         Workload("block_training", "(g) nanoGPT block training step", _build_block, training=True),
         Workload("call_overhead", "(h) call overhead: x + 1 on 10 elements", _build_call_overhead,
                  compile_backend="eager"),
+        Workload("call_overhead_inductor", "(h) call overhead, inductor: x + 1 on 10 elements",
+                 _build_call_overhead),
     )
 }
