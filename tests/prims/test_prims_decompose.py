@@ -202,3 +202,28 @@ _PROMOTION_CASES = [T(3), T(3, dtype=torch.float64), T(3, dtype=torch.bfloat16),
                                   if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)])
 def test_result_type_agrees_with_torch(a, b):
     assert result_type(a, b) == torch.result_type(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_low_precision_matmul_with_a_bias_stays_atens_kernel(dtype):
+    """addmm and baddbmm in bfloat16 or float16 are extern calls: aten's kernel rounds once, and is
+    much faster than the same product computed in float32."""
+    def fn(bias, a, b, bias3, a3, b3):
+        return torch.addmm(bias, a, b), torch.baddbmm(bias3, a3, b3)
+
+    inputs = [T(6, dtype=dtype), T(4, 5, dtype=dtype), T(5, 6, dtype=dtype),
+              T(2, 4, 6, dtype=dtype), T(2, 4, 5, dtype=dtype), T(2, 5, 6, dtype=dtype)]
+    gm, inputs = _graph_of(fn, *inputs)
+    prim_gm = decompose(gm, inputs)
+    aten_ops = {n.target for n in prim_gm.graph.nodes if isinstance(n.target, torch._ops.OpOverload)}
+    assert aten_ops == {aten.addmm.default, aten.baddbmm.default}
+    for got, expected in zip(prim_gm(*inputs), fn(*inputs)):
+        assert torch.equal(got, expected)
+
+
+def test_a_bfloat16_linear_compiles_to_atens_addmm_and_matches_eager_exactly():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 32).to(torch.bfloat16)
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert torch.equal(tinydynamo.compile(model)(x), model(x))

@@ -59,10 +59,19 @@ def _scaled_sum(product, bias, beta, alpha, dtype):
     return product + (bias if beta == 1 else bias * beta)
 
 
+def _no_low_precision_gemm(mat):
+    """A bfloat16 or float16 GEMM with a bias stays aten's own kernel (an extern call): it
+    accumulates in float32 and rounds once, and on CPU it is oneDNN's low-precision GEMM. The
+    same product in float32 (below) rounds the same way, but takes several times as long."""
+    if mat.dtype in (torch.bfloat16, torch.float16):
+        raise DecompositionDeclined(f"a {mat.dtype} matmul with a bias: aten's kernel is exact and faster")
+
+
 @register_decomposition(aten.addmm.default)
 def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
     """In opmath, rounded once, as aten's kernel (which scales and adds before rounding)."""
     _no_bool_matmul(mat1)
+    _no_low_precision_gemm(mat1)
     product = prims.mm(opmath(mat1), opmath(mat2))
     return _scaled_sum(product, opmath(bias), beta, alpha, mat1.dtype).to(mat1.dtype)
 
@@ -70,6 +79,7 @@ def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
 @register_decomposition(aten.baddbmm.default)
 def baddbmm(bias, batch1, batch2, *, beta=1, alpha=1):
     _no_bool_matmul(batch1)
+    _no_low_precision_gemm(batch1)
     product = prims.bmm(opmath(batch1), opmath(batch2))
     return _scaled_sum(product, opmath(bias), beta, alpha, batch1.dtype).to(batch1.dtype)
 
