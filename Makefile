@@ -1,5 +1,14 @@
-# tinydynamo: every target creates .venv (Python 3.11) and installs the project if needed.
-PYTHON ?= python3.11
+# tinydynamo: every target creates .venv and installs the project if needed.
+
+# The first interpreter of a Python version that runs: pyenv's, then the one on PATH.
+find-python = $(shell for p in $(HOME)/.pyenv/versions/$(1)*/bin/python$(1) python$(1); do \
+	$$p -c '' 2>/dev/null && { echo $$p; break; }; done)
+
+# .venv is made with the newest supported Python found (3.13, 3.12, then 3.11), unless PYTHON is given:
+# `make test PYTHON=python3.11` (as CI does). An existing .venv keeps its version: remove it to switch.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach version,3.13 3.12 3.11,$(call find-python,$(version))))
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -64,11 +73,11 @@ define test-python
 	$(2)/bin/python -m pytest tests/dynamo tests/hook -p no:cacheprovider
 endef
 
-PY312 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12),python3.12)
+PY312 ?= $(or $(call find-python,3.12),python3.12)
 test-py312:
 	$(call test-python,$(PY312),build/venv-3.12)
 
-PY313 ?= $(or $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13),python3.13)
+PY313 ?= $(or $(call find-python,3.13),python3.13)
 test-py313:
 	$(call test-python,$(PY313),build/venv-3.13)
 
