@@ -38,6 +38,8 @@ Adding a mutant
 3. If no test loses points, the hidden tests have a hole: add the case that exposes the mistake
    to the assignment's checkers, not an exception to the catalogue. ``zero=`` lists tests that
    must score nothing at all (use it for "delegates to the reference").
+4. A mistake in a rule of one Python version's bytecode (3.13's ``CALL_KW``) shows only there:
+   ``versions=((3, 13),)`` checks it on that version and skips it on the others.
 """
 import contextlib
 import copy
@@ -359,6 +361,7 @@ class Mutant:
     new: str
     names: str  # a substring of the failure message: the case that exposes the mistake
     zero: tuple = ()  # grade_ids that must score nothing (e.g. every test of a delegated function)
+    versions: tuple = ()  # the Python versions (major, minor) whose bytecode shows the mistake; () = all
 
 
 class StaleMutant(Exception):
@@ -491,6 +494,10 @@ def check_catalogue(path):
     assignment, mutants = load_catalogue(path)
     cells, missed = solution_cells(assignment), []
     for mutant in mutants:
+        if mutant.versions and sys.version_info[:2] not in mutant.versions:
+            mutate(cells, mutant)  # a stale entry fails on every version
+            print(f"{assignment} skipped (not a mistake on this Python's bytecode) {mutant.name}", flush=True)
+            continue
         tinydynamo.reset()
         started = time.perf_counter()
         results, problem = check_mutant(assignment, mutant, cells)
