@@ -290,6 +290,7 @@ def generated_stack_cases(seeds):
         source = random_straight_line_source(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # `1 is not x`
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+ folds `~(not 1)`
             module = compile(source, f"<a01 stack case {seed}>", "exec")
         (code,) = [c for c in module.co_consts if isinstance(c, types.CodeType)]
         if is_straight_line(code):

@@ -64,6 +64,7 @@ from .feedback import NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
+RELEASES = SOLUTIONS.parent / "assignments"
 
 
 # --------------------------------------------------------------------------- no delegation
@@ -388,9 +389,8 @@ class TestResult:
     message: str  # "" when it passed
 
 
-def solution_cells(assignment):
-    """The code cells of the assignment's solution notebook, in order."""
-    (notebook,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+def _code_cells(directory):
+    (notebook,) = sorted(directory.glob("*.ipynb"))
     cells = []
     for cell in json.loads(notebook.read_text())["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -398,6 +398,18 @@ def solution_cells(assignment):
             points = meta.get("points", 0) if meta.get("grade") else 0
             cells.append(Cell("".join(cell["source"]), meta.get("grade_id", ""), points, bool(meta.get("solution"))))
     return cells
+
+
+def solution_cells(assignment):
+    """The code cells of the assignment's solution notebook, in order."""
+    return _code_cells(SOLUTIONS / assignment)
+
+
+def release_cells(assignment):
+    """The code cells of the untouched release notebook (assignments/), with the hidden tests put
+    back into its test cells, as nbgrader's autograde does."""
+    tests = {cell.grade_id: cell for cell in solution_cells(assignment) if cell.points}
+    return [tests[cell.grade_id] if cell.points else cell for cell in _code_cells(RELEASES / assignment)]
 
 
 def mutate(cells, mutant):
