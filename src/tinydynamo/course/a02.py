@@ -291,7 +291,7 @@ def skip_corpus():
         GuardBuilder.build.__code__, eval_frame.disable.__code__, models.MLP.forward.__code__,
         models.make.__code__,
         os.path.join.__code__, textwrap.dedent.__code__, collections.namedtuple.__code__,
-        inspect.signature.__code__, sympy.sympify.__code__, typing_extensions.get_type_hints.__code__,
+        inspect.signature.__code__, sympy.sympify.__code__, typing_extensions.get_annotations.__code__,
         mpmath.libmp.libmpf.from_int.__code__, Point.__init__.__code__, Pair.__new__.__code__,
         code_in("<string>", "exec_by_the_user"), *installed_codes(),
     ]
