@@ -66,8 +66,9 @@ test-hook: install
 # The compiler under another CPython (pytest runs everything on .venv's), in a venv of its own: the
 # dynamo and hook tests, a training step of every zoo model through each backend down to inductor's
 # C++ kernels, and the assignments about bytecode and the hook graded in-process (solution full
-# marks, release none): about a minute more than the dynamo and hook tests alone. $(1) is the interpreter, $(2) the venv. torch for 3.12 and 3.13 is a large
-# CUDA build from PyPI (several GB with its CUDA libraries): about 2 minutes per version from scratch.
+# marks, release none), which add under a minute to the dynamo and hook tests. $(1) is the
+# interpreter, $(2) the venv. torch for 3.12 and 3.13 is a large CUDA build from PyPI (several GB
+# with its CUDA libraries): about 2 minutes per version from scratch.
 define test-python
 	test -x $(2)/bin/python || $(firstword $(1)) -m venv $(2)
 	$(2)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
