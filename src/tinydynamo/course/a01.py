@@ -17,12 +17,11 @@ import warnings
 
 import _opcode
 
-from .checking import no_delegation, not_run
+from .checking import SUPPORTED_VERSIONS, no_delegation, not_run  # noqa: F401 (the notebook's)
 
 _STACK_EFFECT = dis.stack_effect  # CPython's table, for the checkers only
 
 VERSION = sys.version_info[:2]  # the learner's interpreter: its bytecode is the one graded
-SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 
 # Opcodes of straight-line code that the learner's table must cover: those of every supported version,
 # then each version's own (3.12 drops PRECALL, adds RETURN_CONST...; 3.13 adds superinstructions...).

@@ -48,7 +48,7 @@ from ..dynamo.symbolic_convert import (
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
-from .checking import hidden_table, no_delegation
+from .checking import SUPPORTED_VERSIONS, hidden_table, no_delegation  # noqa: F401 (the notebook's)
 from .feedback import NOT_LEARNER_CODE
 from .feedback import learner_location as learner_line
 
@@ -56,7 +56,6 @@ from .feedback import learner_location as learner_line
 # 3.12 drops PRECALL and LOAD_METHOD (LOAD_ATTR's low bit) and adds RETURN_CONST; 3.13's CALL_KW
 # takes over KW_NAMES.
 VERSION = sys.version_info[:2]
-SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 CALL_HANDLERS = {
     (3, 11): ("LOAD_ATTR", "LOAD_METHOD", "KW_NAMES", "PRECALL", "CALL"),
     (3, 12): ("LOAD_ATTR", "KW_NAMES", "CALL"),

@@ -65,6 +65,8 @@ from .feedback import NOT_LEARNER_CODE, learner_location
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 RELEASES = SOLUTIONS.parent / "assignments"
+# The Pythons whose bytecode the assignments about bytecode know: a learner's own is the one graded.
+SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 
 
 # --------------------------------------------------------------------------- no delegation
