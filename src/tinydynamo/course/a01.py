@@ -11,25 +11,34 @@ import dis
 import importlib
 import opcode
 import random
+import sys
 import types
 import warnings
 
 import _opcode
 
-from .checking import no_delegation, not_run
+from .checking import SUPPORTED_VERSIONS, no_delegation, not_run  # noqa: F401 (the notebook's)
 
 _STACK_EFFECT = dis.stack_effect  # CPython's table, for the checkers only
 
-# Opcodes that appear in straight-line 3.11 code and that the learner's table must cover.
-STRAIGHT_LINE_OPCODES = frozenset(
-    """RESUME NOP POP_TOP PUSH_NULL COPY SWAP LOAD_CONST LOAD_FAST STORE_FAST
+VERSION = sys.version_info[:2]  # the learner's interpreter: its bytecode is the one graded
+
+# Opcodes of straight-line code that the learner's table must cover: those of every supported version,
+# then each version's own (3.12 drops PRECALL, adds RETURN_CONST...; 3.13 adds superinstructions...).
+_SHARED_OPCODES = """RESUME NOP POP_TOP PUSH_NULL COPY SWAP LOAD_CONST LOAD_FAST STORE_FAST
     DELETE_FAST LOAD_GLOBAL STORE_GLOBAL LOAD_NAME STORE_NAME LOAD_DEREF STORE_DEREF LOAD_CLOSURE
-    MAKE_CELL COPY_FREE_VARS LOAD_ATTR STORE_ATTR LOAD_METHOD PRECALL CALL KW_NAMES BINARY_OP
-    UNARY_NEGATIVE UNARY_NOT UNARY_INVERT COMPARE_OP IS_OP CONTAINS_OP BINARY_SUBSCR STORE_SUBSCR
-    BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_SLICE BUILD_STRING
-    LIST_APPEND LIST_EXTEND LIST_TO_TUPLE DICT_UPDATE DICT_MERGE SET_UPDATE UNPACK_SEQUENCE
-    FORMAT_VALUE MAKE_FUNCTION RETURN_VALUE CALL_FUNCTION_EX""".split()
-)
+    MAKE_CELL COPY_FREE_VARS LOAD_ATTR STORE_ATTR CALL BINARY_OP UNARY_NEGATIVE UNARY_NOT UNARY_INVERT
+    COMPARE_OP IS_OP CONTAINS_OP BINARY_SUBSCR STORE_SUBSCR BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP
+    BUILD_CONST_KEY_MAP BUILD_SLICE BUILD_STRING LIST_APPEND LIST_EXTEND DICT_UPDATE DICT_MERGE
+    SET_UPDATE UNPACK_SEQUENCE MAKE_FUNCTION RETURN_VALUE CALL_FUNCTION_EX"""
+_3_12_AND_LATER = "RETURN_CONST LOAD_FAST_CHECK BINARY_SLICE STORE_SLICE LOAD_SUPER_ATTR CALL_INTRINSIC_1"
+_VERSION_OPCODES = {
+    (3, 11): "LOAD_METHOD PRECALL KW_NAMES LIST_TO_TUPLE FORMAT_VALUE",
+    (3, 12): f"KW_NAMES FORMAT_VALUE {_3_12_AND_LATER}",
+    (3, 13): f"""{_3_12_AND_LATER} TO_BOOL CALL_KW LOAD_FAST_LOAD_FAST STORE_FAST_LOAD_FAST
+        STORE_FAST_STORE_FAST SET_FUNCTION_ATTRIBUTE FORMAT_SIMPLE FORMAT_WITH_SPEC CONVERT_VALUE""",
+}
+STRAIGHT_LINE_OPCODES = frozenset(_SHARED_OPCODES.split() + _VERSION_OPCODES.get(VERSION, "").split())
 
 STDLIB_MODULES = (
     "json", "os", "collections", "textwrap", "argparse", "difflib", "re", "typing",
@@ -144,9 +153,17 @@ def _expected_effect(ins):
     return _STACK_EFFECT(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
 
 
-# Arguments worth trying per opcode: every flag combination, counts 0 to 5, both LOAD_GLOBAL bits.
+# Arguments worth trying per opcode: every flag combination, counts 0 to 5, both method bits.
 _FLAG_ARGS = {"MAKE_FUNCTION": range(16), "FORMAT_VALUE": range(8), "CALL_FUNCTION_EX": range(2),
-              "LOAD_GLOBAL": range(8), "BUILD_SLICE": (2, 3), "COPY": (1, 2, 3), "SWAP": (2, 3)}
+              "LOAD_GLOBAL": range(8), "LOAD_ATTR": range(8), "LOAD_SUPER_ATTR": range(8), "BUILD_SLICE": (2, 3),
+              "COPY": (1, 2, 3), "SWAP": (2, 3), "CONVERT_VALUE": (1, 2, 3), "SET_FUNCTION_ATTRIBUTE": (1, 2, 4, 8)}
+
+
+def instruction(name, arg):
+    """A synthetic ``dis.Instruction`` of opcode ``name`` (its fields differ between versions)."""
+    values = {"opname": name, "opcode": dis.opmap[name], "arg": arg, "argval": arg, "argrepr": "",
+              "offset": 0, "is_jump_target": False}
+    return dis.Instruction(**{field: values.get(field) for field in dis.Instruction._fields})
 
 
 def every_opcode_instructions():
@@ -154,16 +171,15 @@ def every_opcode_instructions():
     so the rare ones (BUILD_SLICE 3, FORMAT_VALUE with a format spec...) are tested too."""
     instructions = []
     for name in sorted(STRAIGHT_LINE_OPCODES & set(dis.opmap)):
-        code = dis.opmap[name]
-        args = _FLAG_ARGS.get(name, range(6)) if code >= dis.HAVE_ARGUMENT else (None,)
-        instructions += [dis.Instruction(name, code, arg, arg, "", 0, None, False) for arg in args]
+        args = _FLAG_ARGS.get(name, range(6)) if dis.opmap[name] >= dis.HAVE_ARGUMENT else (None,)
+        instructions += [instruction(name, arg) for arg in args]
     return instructions
 
 
 def other_opcode_instructions():
     """One instruction of each opcode outside STRAIGHT_LINE_OPCODES: stack_effect raises ValueError."""
     names = sorted(set(dis.opmap) - STRAIGHT_LINE_OPCODES - {"CACHE", "EXTENDED_ARG"})
-    return [dis.Instruction(name, dis.opmap[name], 1, 1, "", 0, None, False) for name in names]
+    return [instruction(name, 1) for name in names]
 
 
 def check_stack_effect(stack_effect, codes=(), instructions=()):
@@ -273,6 +289,7 @@ def generated_stack_cases(seeds):
         source = random_straight_line_source(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # `1 is not x`
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+ folds `~(not 1)`
             module = compile(source, f"<a01 stack case {seed}>", "exec")
         (code,) = [c for c in module.co_consts if isinstance(c, types.CodeType)]
         if is_straight_line(code):
@@ -318,6 +335,35 @@ def branching_codes():
     return [c for c in stdlib_codes(straight_line_only=False) if why_not_straight_line(c)]
 
 
+# Straight-line code whose bytecode differs most between the supported versions: the opcodes that
+# 3.12 and 3.13 added (in the comments) next to what 3.11 compiles the same source to.
+VERSION_SOURCE = """
+class Base:
+    def m(self, *args):
+        return args
+
+class Child(Base):
+    def m(self, a, b, c, d):
+        head, tail = a[b:c], d[:-1]                 # BINARY_SLICE
+        a[1:b] = (c, *d)                            # STORE_SLICE, CALL_INTRINSIC_1 (LIST_TO_TUPLE)
+        text = f"{a!r:>{b}} {c}"                    # CONVERT_VALUE, FORMAT_WITH_SPEC, FORMAT_SIMPLE
+        flag = not a                                # TO_BOOL
+        a, b = b, a                                 # STORE_FAST_STORE_FAST
+        order = sorted(a, key=b, reverse=c)         # CALL_KW (KW_NAMES before 3.13)
+        fn = lambda u, v=b, *, w=c: u               # SET_FUNCTION_ATTRIBUTE
+        return super().m(head, tail, text, flag, order, fn)  # LOAD_SUPER_ATTR
+
+    def set(self, value):
+        self.value = value                          # RETURN_CONST
+"""
+
+
+def version_codes():
+    """The straight-line code objects of VERSION_SOURCE, compiled by the learner's interpreter."""
+    module = compile(VERSION_SOURCE, "<a01 version cases>", "exec")
+    return [code for code in _walk_codes(module) if code.co_name in ("m", "set", "<lambda>") and is_straight_line(code)]
+
+
 # Code where variables live in a namespace (module and class bodies) or are declared global.
 NAMESPACE_SOURCE = """
 import os as operating_system
@@ -339,12 +385,26 @@ def namespace_codes():
     return list(_walk_codes(compile(NAMESPACE_SOURCE, "<a01 namespaces>", "exec")))
 
 
+_VARIABLE_KINDS = ("FAST", "GLOBAL", "NAME", "DEREF", "CLOSURE")
+# 3.12's LOAD_FAST_CHECK and LOAD_FAST_AND_CLEAR read a local too; 3.13's superinstructions do two
+# accesses, on the pair of names in their argval.
+_LOADS = {f"LOAD_{kind}" for kind in _VARIABLE_KINDS} | {"LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
+_STORES = {f"STORE_{kind}" for kind in _VARIABLE_KINDS}
+_PAIRS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"), "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+          "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
+
+
+def _variable_accesses(ins):
+    """[(opname, name)], one per variable that ``ins`` reads or writes."""
+    if ins.opname in _PAIRS:
+        return list(zip(_PAIRS[ins.opname], ins.argval))
+    return [(ins.opname, ins.argval)] if ins.opname in _LOADS | _STORES else []
+
+
 def _expected_loads_and_stores(code):
     """Names read and written by LOAD_*/STORE_* of variables (not attributes, not constants)."""
-    kinds = ("FAST", "GLOBAL", "NAME", "DEREF", "CLOSURE")
-    loads = {i.argval for i in dis.get_instructions(code) if i.opname in {f"LOAD_{k}" for k in kinds}}
-    stores = {i.argval for i in dis.get_instructions(code) if i.opname in {f"STORE_{k}" for k in kinds}}
-    return loads, stores
+    accesses = [access for ins in dis.get_instructions(code) for access in _variable_accesses(ins)]
+    return ({name for op, name in accesses if op in _LOADS}, {name for op, name in accesses if op in _STORES})
 
 
 def check_loads_and_stores(loads_and_stores, codes):

@@ -247,8 +247,12 @@ USER_SOURCE = """
 """
 
 
+def nested_codes(code):
+    return [c for c in code.co_consts if isinstance(c, types.CodeType)]
+
+
 def nested_code(code, name):
-    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+    return next(c for c in nested_codes(code) if c.co_name == name)
 
 
 def skip_examples():
@@ -278,10 +282,7 @@ def skip_corpus():
     return [
         user.fetch.__code__, user.stream.__code__, user.Model.forward.__code__,
         user.Model.helper.__code__, user.add.__code__, user.with_comprehensions.__code__,
-        nested_code(user.with_comprehensions.__code__, "<listcomp>"),
-        nested_code(user.with_comprehensions.__code__, "<genexpr>"),
-        nested_code(user.with_comprehensions.__code__, "<setcomp>"),
-        nested_code(user.with_comprehensions.__code__, "<dictcomp>"),
+        *nested_codes(user.with_comprehensions.__code__),  # 3.12+ inlines all but the <genexpr>
         nested_code(user.outer.__code__, "inner"), module_code, nested_code(cell, "cell_function"),
         type(traced).forward.__code__, guard.__code__, importlib._bootstrap._find_and_load.__code__,
         torch.nn.Module.__call__.__code__, torch.nn.Module._call_impl.__code__,
@@ -290,7 +291,7 @@ def skip_corpus():
         GuardBuilder.build.__code__, eval_frame.disable.__code__, models.MLP.forward.__code__,
         models.make.__code__,
         os.path.join.__code__, textwrap.dedent.__code__, collections.namedtuple.__code__,
-        inspect.signature.__code__, sympy.sympify.__code__, typing_extensions.get_type_hints.__code__,
+        inspect.signature.__code__, sympy.sympify.__code__, typing_extensions.get_annotations.__code__,
         mpmath.libmp.libmpf.from_int.__code__, Point.__init__.__code__, Pair.__new__.__code__,
         code_in("<string>", "exec_by_the_user"), *installed_codes(),
     ]

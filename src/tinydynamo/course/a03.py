@@ -1,8 +1,8 @@
 """Assignment a03 (chapter 3, "Symbolic execution"): opcode handlers, graded inside the real
 InstructionTranslator.
 
-The learner writes the handlers of eleven Python 3.11 opcodes (``HANDLERS``: loads and stores,
-``BINARY_OP``, attribute access, the call sequence, ``RETURN_VALUE``) as functions with the
+The learner writes the handlers of about ten opcodes of their Python, 3.11 to 3.13 (``HANDLERS``:
+loads and stores, ``BINARY_OP``, attribute access, the call sequence, the returns) as functions with the
 reference's signature, ``def LOAD_FAST(self, inst)``. ``swapped_handlers`` installs them on
 tinydynamo's real translator classes for the duration of a block. The checkers then compile the
 functions of the corpus below, and zoo models, with ``fullgraph=True`` under a recording backend,
@@ -29,6 +29,7 @@ import linecache
 import math
 import os
 import reprlib
+import sys
 import traceback
 
 import torch
@@ -47,16 +48,24 @@ from ..dynamo.symbolic_convert import (
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
-from .checking import hidden_table, no_delegation
+from .checking import SUPPORTED_VERSIONS, hidden_table, no_delegation  # noqa: F401 (the notebook's)
 from .feedback import NOT_LEARNER_CODE
 from .feedback import learner_location as learner_line
 
-# The handlers the learner writes, by part of the assignment.
+# The handlers the learner writes, by part of the assignment: the opcodes of the learner's Python.
+# 3.12 drops PRECALL and LOAD_METHOD (LOAD_ATTR's low bit) and adds RETURN_CONST; 3.13's CALL_KW
+# takes over KW_NAMES.
+VERSION = sys.version_info[:2]
+CALL_HANDLERS = {
+    (3, 11): ("LOAD_ATTR", "LOAD_METHOD", "KW_NAMES", "PRECALL", "CALL"),
+    (3, 12): ("LOAD_ATTR", "KW_NAMES", "CALL"),
+    (3, 13): ("LOAD_ATTR", "CALL", "CALL_KW"),
+}
 PARTS = {
     1: ("LOAD_FAST", "STORE_FAST", "LOAD_CONST", "LOAD_GLOBAL"),
     2: ("BINARY_OP",),
-    3: ("LOAD_ATTR", "LOAD_METHOD", "KW_NAMES", "PRECALL", "CALL"),
-    4: ("RETURN_VALUE",),
+    3: CALL_HANDLERS.get(VERSION, ()),
+    4: ("RETURN_VALUE",) + (("RETURN_CONST",) if VERSION >= (3, 12) else ()),
 }
 HANDLERS = tuple(name for names in PARTS.values() for name in names)
 # Where handlers live: most on the base class; RETURN_VALUE on the translator of the compiled

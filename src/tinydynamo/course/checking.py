@@ -38,6 +38,8 @@ Adding a mutant
 3. If no test loses points, the hidden tests have a hole: add the case that exposes the mistake
    to the assignment's checkers, not an exception to the catalogue. ``zero=`` lists tests that
    must score nothing at all (use it for "delegates to the reference").
+4. A mistake in a rule of one Python version's bytecode (3.13's ``CALL_KW``) shows only there:
+   ``versions=((3, 13),)`` checks it on that version and skips it on the others.
 """
 import contextlib
 import copy
@@ -62,6 +64,9 @@ from .feedback import NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
+RELEASES = SOLUTIONS.parent / "assignments"
+# The Pythons whose bytecode the assignments about bytecode know: a learner's own is the one graded.
+SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 
 
 # --------------------------------------------------------------------------- no delegation
@@ -359,6 +364,7 @@ class Mutant:
     new: str
     names: str  # a substring of the failure message: the case that exposes the mistake
     zero: tuple = ()  # grade_ids that must score nothing (e.g. every test of a delegated function)
+    versions: tuple = ()  # the Python versions (major, minor) whose bytecode shows the mistake; () = all
 
 
 class StaleMutant(Exception):
@@ -385,9 +391,8 @@ class TestResult:
     message: str  # "" when it passed
 
 
-def solution_cells(assignment):
-    """The code cells of the assignment's solution notebook, in order."""
-    (notebook,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+def _code_cells(directory):
+    (notebook,) = sorted(directory.glob("*.ipynb"))
     cells = []
     for cell in json.loads(notebook.read_text())["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -395,6 +400,18 @@ def solution_cells(assignment):
             points = meta.get("points", 0) if meta.get("grade") else 0
             cells.append(Cell("".join(cell["source"]), meta.get("grade_id", ""), points, bool(meta.get("solution"))))
     return cells
+
+
+def solution_cells(assignment):
+    """The code cells of the assignment's solution notebook, in order."""
+    return _code_cells(SOLUTIONS / assignment)
+
+
+def release_cells(assignment):
+    """The code cells of the untouched release notebook (assignments/), with the hidden tests put
+    back into its test cells, as nbgrader's autograde does."""
+    tests = {cell.grade_id: cell for cell in solution_cells(assignment) if cell.points}
+    return [tests[cell.grade_id] if cell.points else cell for cell in _code_cells(RELEASES / assignment)]
 
 
 def mutate(cells, mutant):
@@ -491,6 +508,10 @@ def check_catalogue(path):
     assignment, mutants = load_catalogue(path)
     cells, missed = solution_cells(assignment), []
     for mutant in mutants:
+        if mutant.versions and sys.version_info[:2] not in mutant.versions:
+            mutate(cells, mutant)  # a stale entry fails on every version
+            print(f"{assignment} skipped (not a mistake on this Python's bytecode) {mutant.name}", flush=True)
+            continue
         tinydynamo.reset()
         started = time.perf_counter()
         results, problem = check_mutant(assignment, mutant, cells)

@@ -6,12 +6,17 @@ SYMBOLIC_CONVERT = '__import__("tinydynamo.dynamo.symbolic_convert", fromlist=["
 
 MUTANTS = [
     # part 1
-    Mutant("LOAD_GLOBAL pushes the NULL above the value",
-           "    if inst.arg & 1:\n        self.push(NullVariable())\n    self.push(self.load_global(inst.argval))",
-           "    self.push(self.load_global(inst.argval))\n    if inst.arg & 1:\n        self.push(NullVariable())",
+    Mutant("LOAD_GLOBAL pushes the NULL on the wrong side of the value (3.13: above it)",
+           "    if null and sys.version_info < (3, 13):\n        self.push(NullVariable())\n    self.push(value)\n"
+           "    if null and sys.version_info >= (3, 13):",
+           "    if null and sys.version_info >= (3, 13):\n        self.push(NullVariable())\n    self.push(value)\n"
+           "    if null and sys.version_info < (3, 13):",
            "pushed by your LOAD_GLOBAL"),
-    Mutant("LOAD_GLOBAL never pushes a NULL", "    if inst.arg & 1:\n        self.push(NullVariable())\n", "",
-           "LOAD_GLOBAL"),
+    Mutant("LOAD_GLOBAL never pushes a NULL", "self.load_global(inst.argval), inst.arg & 1)",
+           "self.load_global(inst.argval), False)", "LOAD_GLOBAL"),
+    Mutant("LOAD_FAST pushes the value of a 3.13 closure variable, not its cell",
+           "    if inst.argval in self.code.co_cellvars + self.code.co_freevars:", "    if False:", "closure",
+           versions=((3, 13),)),
     Mutant("LOAD_FAST copied from the book's LOAD_DEREF (chapter 3)", "    self.push(self.load_local(inst.argval))",
            "    self.push(self.cell(inst.argval).get(self))", "your LOAD_FAST"),
     Mutant("STORE_FAST leaves the overwritten argument waiting",
@@ -31,9 +36,18 @@ MUTANTS = [
     # part 3
     Mutant("LOAD_METHOD pushes the method below the NULL",
            "    self.push(NullVariable())\n    self.push(method)", "    self.push(method)\n    self.push(NullVariable())",
-           "pushed by your LOAD_METHOD"),
+           "pushed by your LOAD_METHOD", versions=((3, 11),)),
     Mutant("CALL keeps the keyword names for the next call", "kw_names, self.kw_names = self.kw_names, ()",
-           "kw_names = self.kw_names", "keywords_then_positional"),
+           "kw_names = self.kw_names", "keywords_then_positional", versions=((3, 11), (3, 12))),
+    Mutant("LOAD_ATTR ignores the method bit (3.12+)", "sys.version_info >= (3, 12) and inst.arg & 1", "False",
+           "LOAD_ATTR", versions=((3, 12), (3, 13))),
+    Mutant("CALL_KW passes the tuple of keyword names as an argument (3.13)",
+           "call_with_keywords(self, inst.arg, self.pop().as_python_constant())",
+           "call_with_keywords(self, inst.arg + 1, ())", "CALL_KW", versions=((3, 13),)),
+    Mutant("CALL takes the NULL of [callable, NULL] for self (3.13)",
+           "    elif sys.version_info >= (3, 13) and isinstance(second, NullVariable):  # 3.13: [callable, NULL]\n"
+           "        fn = first\n", "",
+           "CALL", versions=((3, 13),)),
     Mutant("CALL forgets the self of [callable, self]", "        fn, args = first, [second, *args]",
            "        fn = first", "your CALL"),
     Mutant("CALL takes the first arguments as the keywords", "kwargs = dict(zip(kw_names, args[n_positional:]))",
@@ -65,10 +79,13 @@ MUTANTS = [
            "    self.push(fn.call_function(self, args[:n_positional], kwargs))",
            "    kwargs = dict(zip(kw_names, args[-len(kw_names):]))\n"
            "    self.push(fn.call_function(self, args[:-len(kw_names)], kwargs))", "CALL"),
+    Mutant("RETURN_CONST returns the constant without its tracker (3.12+)", "    LOAD_CONST(self, inst)\n",
+           "    self.push(inst.argval)\n", "RETURN_CONST", versions=((3, 12), (3, 13))),
     Mutant("LOAD_METHOD pushes the bound method and the object", "    method = self.pop().var_getattr(self, inst.argval)\n"
            "    self.push(NullVariable())\n    self.push(method)",
-           "    obj = self.pop()\n    self.push(obj.var_getattr(self, inst.argval))\n    self.push(obj)", "LOAD_METHOD"),
+           "    obj = self.pop()\n    self.push(obj.var_getattr(self, inst.argval))\n    self.push(obj)", "LOAD_METHOD",
+           versions=((3, 11),)),
     Mutant("**= computed out of place", '"**=": operator.ipow,', '"**=": operator.pow,', "inplace"),
-    Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "    if inst.arg & 1:\n        self.push(NullVariable())",
-           "    if inst.arg > 0:\n        self.push(NullVariable())", "LOAD_GLOBAL"),
+    Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "self.load_global(inst.argval), inst.arg & 1)",
+           "self.load_global(inst.argval), inst.arg > 0)", "LOAD_GLOBAL"),
 ]

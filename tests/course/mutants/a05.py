@@ -36,7 +36,7 @@ MUTANTS = [
            "print_inside_a_call"),
     Mutant("prologue: no MAKE_CELL for the cells",
            '[create_instruction("MAKE_CELL", argval=name) for name in code.co_cellvars]', "[]",
-           "cell_used_after_the_break"),
+           "closure_with_a_cell"),
     Mutant("prologue: no COPY_FREE_VARS for a closure",
            "    if code.co_freevars:\n        prologue.append(", "    if False:\n        prologue.append(",
            "closure_that_prints"),
