@@ -96,3 +96,38 @@ def test_fork_benchmark_command_with_torchscript_writes_results(tmp_path):
     (workload,) = data["workloads"]
     assert workload["variants"]["TorchScript fork/wait"]["error"] is None
     assert data["environment"]["inter_op_threads"] >= 1
+
+
+def test_models_benchmark_checks_every_compiled_model_against_eager(tmp_path, monkeypatch):
+    """A real model, both modes: a compiler whose model is wrong (here a stand-in for
+    torch.compile, one weight changed) is reported and not timed; tinydynamo's is timed."""
+    compile_variant = harness.compile_variant
+
+    def torch_compile_is_wrong(variant, model, backend):
+        if variant != "torch.compile":
+            return compile_variant(variant, model, backend)
+        with torch.no_grad():
+            next(model.parameters()).mul_(1.01)
+        return model
+
+    monkeypatch.setattr(harness, "compile_variant", torch_compile_is_wrong)
+    assert bench.main(["--models", "--quick", "--rounds", "1", "--workloads", "bert", "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("bench-models-cpu-*.json")
+    data = json.loads(path.read_text())
+    assert [(r["name"], r["mode"]) for r in data["workloads"]] == [("bert", "inference"), ("bert", "training")]
+    for row in data["workloads"]:
+        wrong, ours = row["variants"]["torch.compile"], row["variants"]["tinydynamo"]
+        assert "differs from eager" in wrong["error"] and wrong["median_s"] is None
+        assert ours["error"] is None and ours["median_s"] > 0 and ours["first_call_s"] > 0
+        assert row["tinydynamo_over_torch_compile"] is None
+    assert data["environment"]["quick"] and "load_average_1min" in data["environment"]
+    assert "| BERT-base shapes" in (tmp_path / path.name.replace(".json", ".md")).read_text()
+
+
+def test_models_check_ignores_float32_noise_but_not_errors():
+    from tinydynamo.bench import models
+
+    grad = torch.randn(100) * 1e-4
+    assert models.check([grad, torch.zeros(3)], [grad * (1 + 1e-5), torch.full((3,), 1e-12)]) is None
+    assert "differs from eager" in models.check([grad], [grad * 1.01])
+    assert "2 tensors, eager has 1" in models.check([grad], [grad, grad])

@@ -9,7 +9,7 @@ import tempfile
 
 import torch
 
-from . import ddp, dynamic, fork, harness, report, tuning
+from . import ddp, dynamic, fork, harness, models, report, tuning
 from .workloads import WORKLOADS
 
 
@@ -19,7 +19,8 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (for the book and CI)")
     parser.add_argument("--workloads", help="comma-separated names: " + ", ".join(WORKLOADS)
                         + "; with --dynamic: " + ", ".join(dynamic.WORKLOADS)
-                        + "; with --fork: " + ", ".join(fork.WORKLOADS))
+                        + "; with --fork: " + ", ".join(fork.WORKLOADS)
+                        + "; with --models: " + ", ".join(models.WORKLOADS))
     parser.add_argument("--dynamic", action="store_true",
                         help="the dynamic-shape benchmark: each workload over a sweep of sizes")
     parser.add_argument("--ddp", action="store_true",
@@ -28,6 +29,8 @@ def parse_args(argv):
                         help="the fork/wait benchmark: ensembles run sequentially and with torch.jit.fork")
     parser.add_argument("--tuning", action="store_true",
                         help="the performance tuning guide's advice, measured eagerly and compiled")
+    parser.add_argument("--models", action="store_true",
+                        help="real transformers models at realistic sizes, inference and a training step")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per workload (default 7, quick 3)")
     parser.add_argument("--out", default="bench_results", help="directory for the JSON and markdown results")
     parser.add_argument("--warm-caches", action="store_true",
@@ -49,7 +52,8 @@ def main(argv=None, fork_builders=fork.BUILDERS):
     if args.device == "cuda" and not torch.cuda.is_available():
         print("No CUDA GPU is available on this machine: the GPU benchmark was not run.")
         return 0
-    known = dynamic.WORKLOADS if args.dynamic else fork.WORKLOADS if args.fork else WORKLOADS
+    known = (dynamic.WORKLOADS if args.dynamic else fork.WORKLOADS if args.fork
+             else models.WORKLOADS if args.models else WORKLOADS)
     names = [n for n in (args.workloads or ",".join(known)).split(",") if n]
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -64,6 +68,8 @@ def main(argv=None, fork_builders=fork.BUILDERS):
         return run_dynamic(names, args)
     if args.fork:
         return run_fork(names, args, fork_builders)
+    if args.models:
+        return run_models(names, args)
     copy_gbps, results = harness.run(names, args.device, args.quick, args.rounds)
     data = report.to_json(report.environment(args.device, args.quick), copy_gbps, results)
     path = report.write(data, args.out)
@@ -89,6 +95,13 @@ def run_tuning(args):
     data = {"environment": report.environment(args.device, args.quick),
             "findings": [dataclasses.asdict(f) for f in findings]}
     return write_results(data, tuning.to_markdown(findings), f"tuning-bench-{args.device}", args.out)
+
+
+def run_models(names, args):
+    env = {**report.environment(args.device, args.quick), "load_average_1min": os.getloadavg()[0]}
+    rows = models.run(names, args.quick, args.rounds)
+    data = {"environment": env, "summary": models.summary(rows), "workloads": rows}
+    return write_results(data, models.to_markdown(rows, env), f"bench-models-{args.device}", args.out)
 
 
 def run_fork(names, args, builders):
