@@ -112,7 +112,7 @@ def test_models_benchmark_checks_every_compiled_model_against_eager(tmp_path, mo
 
     monkeypatch.setattr(harness, "compile_variant", torch_compile_is_wrong)
     assert bench.main(["--models", "--quick", "--rounds", "1", "--workloads", "bert", "--out", str(tmp_path)]) == 0
-    (path,) = tmp_path.glob("bench-models-cpu-*.json")
+    (path,) = tmp_path.glob("models-bench-cpu*.json")
     data = json.loads(path.read_text())
     assert [(r["name"], r["mode"]) for r in data["workloads"]] == [("bert", "inference"), ("bert", "training")]
     for row in data["workloads"]:

@@ -101,7 +101,7 @@ def run_models(names, args):
     env = {**report.environment(args.device, args.quick), "load_average_1min": os.getloadavg()[0]}
     rows = models.run(names, args.quick, args.rounds)
     data = {"environment": env, "summary": models.summary(rows), "workloads": rows}
-    return write_results(data, models.to_markdown(rows, env), f"bench-models-{args.device}", args.out)
+    return write_results(data, models.to_markdown(rows, env), f"models-bench-{args.device}", args.out)
 
 
 def run_fork(names, args, builders):
