@@ -1,5 +1,6 @@
 """The grading rules of tinydynamo.course.checking: no delegation, complete feedback, mutants."""
 import importlib
+import types
 
 import pytest
 
@@ -163,13 +164,19 @@ def test_a_closure_is_refused_to_the_learner_and_served_to_the_reference():
     assert count(3) == 13
 
 
-def test_a_hidden_table_refuses_its_entries_and_comes_back():
+def test_a_hidden_table_refuses_its_entries_in_every_copy_of_its_module_and_comes_back():
     import operator
 
-    table, lookup = [operator.add, operator.sub], {"+": operator.add}
-    with pytest.raises(ForbiddenCallError, match=r"OPS\[1\]"), hidden_table(table, "OPS"), hidden_table(lookup, "BY"):
-        table[1](2, 1)
-    assert table == [operator.add, operator.sub] and lookup == {"+": operator.add}
+    module = types.ModuleType("ops")
+    module.__file__ = "/somewhere/ops.py"
+    module.OPS, module.BY = [operator.add, operator.sub], {"+": operator.add}
+    copy_ = types.ModuleType("ops_copy")  # what spec_from_file_location and exec_module make
+    copy_.__file__, copy_.OPS = module.__file__, [operator.add, operator.sub]
+    with pytest.raises(ForbiddenCallError, match=r"ops\.OPS\[1\]"), hidden_table(module, "OPS"), hidden_table(module, "BY"):
+        copy_.OPS[1](2, 1)
+    with pytest.raises(ForbiddenCallError, match=r"ops\.BY\['\+'\]"), hidden_table(module, "BY"):
+        module.BY["+"](2, 1)
+    assert module.OPS == copy_.OPS == [operator.add, operator.sub] and module.BY == {"+": operator.add}
 
 
 @pytest.mark.parametrize("name", ["checking", "a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09", "a10"])

@@ -1,4 +1,5 @@
 """The co_extra cache: guards, owners, SKIP, and the per-thread callback (book chapter 2)."""
+import sys
 import threading
 
 import pytest
@@ -125,6 +126,37 @@ def test_skipped_code_never_reaches_the_callback_or_the_guards():
             assert scale(3) == ("original", 6)
     finally:
         ef.clear_code(scale.__code__)
+
+
+def test_frames_that_a_profile_or_trace_function_runs_are_not_offered():
+    """A debugger's, coverage's or profiler's own frames are tooling, not the user's computation."""
+    offered = []
+
+    def tool_helper(event):
+        return event
+
+    def profiler(frame, event, arg):
+        tool_helper(event)
+
+    def tracer(frame, event, arg):
+        tool_helper(event)
+
+    def callback(func, args):
+        offered.append(func.__code__.co_name)
+
+    with hooked(callback):
+        sys.setprofile(profiler)
+        try:
+            scale(2)
+        finally:
+            sys.setprofile(None)
+        sys.settrace(tracer)
+        try:
+            scale(3)
+        finally:
+            sys.settrace(None)
+    assert offered.count("scale") == 2
+    assert not {"profiler", "tracer", "tool_helper"} & set(offered), offered
 
 
 def test_the_callback_and_guards_run_without_the_hook():

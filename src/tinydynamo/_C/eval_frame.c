@@ -343,8 +343,10 @@ eval_frame_hook(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     /* Frames the hook leaves alone, cheapest tests first: this thread has
        no callback or is inside it; a generator or coroutine being resumed
        (it is owned by the generator, and may be thrown into); a frame
-       with a locals mapping (module code, class bodies, exec). */
-    if (callback == NULL || in_callback || throwflag ||
+       with a locals mapping (module code, class bodies, exec); a frame
+       that a trace or profile function runs (a debugger, coverage, a
+       profiler: tooling, never the user's computation). */
+    if (callback == NULL || in_callback || throwflag || tstate->tracing ||
         frame->owner != FRAME_OWNED_BY_THREAD || frame->f_locals != NULL) {
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }

@@ -190,7 +190,7 @@ def swapped_in(skip_reason=None, lookup=None, on_cache_miss=None):
     tinydynamo.reset()
     try:
         with config.patch(suppress_errors=False, strict=True), \
-                no_delegation(*references_of(skip_reason, lookup, on_cache_miss), copies=False):
+                no_delegation(*references_of(skip_reason, lookup, on_cache_miss)):
             ConvertFrame.convert = refusing_generators(reference_convert)
             if skip_reason is not None:
                 trace_rules.skip_reason = reported(skip_reason, "skip_reason")
@@ -334,7 +334,7 @@ def check_skip_decisions(skip_reason, codes):
     for code in codes:
         expected = trace_rules.skip_reason(code)
         try:
-            with no_delegation(*_SKIP_REFERENCES, copies=False):
+            with no_delegation(*_SKIP_REFERENCES):
                 got = skip_reason(code)
         except Exception as e:  # noqa: BLE001 - reported per code object
             failures.append(f"skip_reason({describe(code)}) raised {type(e).__name__}{learner_location(e)}: {e}")
@@ -398,7 +398,7 @@ def run_lookup_example(lookup, example):
     for mine, name, verdict in example.entries:
         codes[name] = compile("pass", f"<code of entry {name}>", "exec")
         entries.append((me if mine else someone_else, RecordingGuard(name, verdict, log, entries), codes[name]))
-    with no_delegation(*_LOOKUP_REFERENCES, copies=False):
+    with no_delegation(*_LOOKUP_REFERENCES):
         found = lookup(entries, me, example.args)
     names = [name for name, code in codes.items() if code is found]
     if found is not None and not names:

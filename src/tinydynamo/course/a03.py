@@ -130,7 +130,7 @@ def refused_references(replaced):
     with contextlib.ExitStack() as stack:
         stack.enter_context(no_delegation(*{original for _, _, original in replaced}))
         if any(name == "BINARY_OP" for _, name, _ in replaced):
-            stack.enter_context(hidden_table(symbolic_convert.BINARY_OPS, "symbolic_convert.BINARY_OPS"))
+            stack.enter_context(hidden_table(symbolic_convert, "BINARY_OPS"))
         yield
 
 

@@ -44,6 +44,7 @@ Adding a mutant
 import contextlib
 import copy
 import dataclasses
+import gc
 import importlib.util
 import inspect
 import io
@@ -76,7 +77,7 @@ class ForbiddenCallError(RuntimeError):
 
 
 _calls_refused = []  # messages, in order, of every refused call
-# id(function) -> [a copy of it with its own code, its name, how many blocks refuse it, its _copies key or None]
+# id(function) -> [a copy of it with its own code, its name, how many blocks refuse it, its _copies key]
 _swapped = {}
 _refused_builtins = {}  # id(builtin) -> (the builtin, its name, how many blocks refuse it)
 _refused_builtin_names = {}  # (module, name) of a refused builtin -> its id in _refused_builtins
@@ -85,6 +86,7 @@ _running = {}  # id(code) -> (the code, its name, how many blocks refuse to run 
 # that defines it (importlib.reload, spec_from_file_location) makes a new function of the same code
 _copies = {}
 _originals = set()  # id() of the code objects of refused functions and of their trampolines
+_hidden_files = {}  # file of a module whose table is hidden (see hidden_table) -> [the table's name, how many blocks]
 DISPATCH = "__tinydynamo_no_delegation__"  # the name of _dispatch in a refused function's globals
 
 
@@ -152,6 +154,10 @@ def _refuse_builtins(frame, event, arg):
     elif event == "call" and _copies and id(frame.f_code) not in _originals and _code_key(frame.f_code) in _copies:
         if _is_learners(frame.f_back):
             _refuse(_copies[_code_key(frame.f_code)][0])
+    elif event == "call" and frame.f_code.co_name == "<module>" and frame.f_code.co_filename in _hidden_files:
+        if _is_learners(frame.f_back):
+            _refuse(_hidden_files[frame.f_code.co_filename][0], "your code loaded a second copy of the module that "
+                    f"holds {_hidden_files[frame.f_code.co_filename][0]}, the reference's own answer. Write it yourself.")
     elif event == "call" and _running:
         entry = _running.get(id(frame.f_code)) or next(
             (e for e in _running.values() if e[0].co_code == frame.f_code.co_code
@@ -168,9 +174,9 @@ def _name(fn):
     return f"{getattr(fn, '__module__', None) or 'builtins'}.{fn.__qualname__}"
 
 
-def _start_refusing(fn, copies=True):
-    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls; returns its key.
-    ``copies``: also refuse a second copy of its code (from a second copy of its module)."""
+def _start_refusing(fn):
+    """Make ``fn`` (a Python function, or a builtin) refuse the learner's calls, and a second copy
+    of its code (from a second copy of its module) too; returns its key."""
     if not hasattr(fn, "__code__"):
         entry = _refused_builtins.setdefault(id(fn), [fn, _name(fn), 0])
         entry[2] += 1
@@ -183,9 +189,8 @@ def _start_refusing(fn, copies=True):
         _swapped[key] = [original, _name(fn), 0]
         fn.__globals__[DISPATCH] = _dispatch
         _originals.add(id(fn.__code__))
-        _swapped[key].append(_code_key(fn.__code__) if copies else None)
-        if copies:
-            _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])[1] += 1
+        _swapped[key].append(_code_key(fn.__code__))
+        _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])[1] += 1
         fn.__code__ = _trampoline(fn, key)
         _originals.add(id(fn.__code__))
     _swapped[key][2] += 1
@@ -201,17 +206,16 @@ def _stop_refusing(fn, key):
             fn.__code__ = table[key][0].__code__
             _originals.discard(id(fn.__code__))
             copy_key = table[key][3]
-            if copy_key is not None:
-                _copies[copy_key][1] -= 1
-                if _copies[copy_key][1] == 0:
-                    del _copies[copy_key]
+            _copies[copy_key][1] -= 1
+            if _copies[copy_key][1] == 0:
+                del _copies[copy_key]
         else:
             _refused_builtin_names.pop(_builtin_key(fn), None)
         del table[key]
 
 
 @contextlib.contextmanager
-def no_delegation(*functions, copies=True):
+def no_delegation(*functions):
     """Refuse every call that the learner's code makes to ``functions`` during the block.
 
     ``functions`` are Python functions or methods, whose code is swapped for a trampoline that
@@ -219,13 +223,11 @@ def no_delegation(*functions, copies=True):
     refused by a profile hook. A refused call raises ForbiddenCallError where it is made; if the
     learner's code swallows it, the block raises it again when it ends. Blocks nest.
 
-    With ``copies`` (the default), a second copy of a refused function's code, made by loading its
-    module again (``importlib.reload``, ``spec_from_file_location``), is refused too, by the same
-    profile hook. a02 turns it off: its learner's code runs inside the frame hook's callback,
-    where a profile hook that raises ends the process.
+    A second copy of a refused function's code, made by loading its module again
+    (``importlib.reload``, ``spec_from_file_location``), is refused too, by the same profile hook.
     """
     functions = [inspect.unwrap(getattr(fn, "__func__", fn)) for fn in functions]
-    keys = [_start_refusing(fn, copies) for fn in functions]
+    keys = [_start_refusing(fn) for fn in functions]
     refused_before = len(_calls_refused)
     try:
         with _profiled():
@@ -243,7 +245,7 @@ def _profiled():
     """The profile hook on this thread and on the threads started during the block, while
     builtins are refused or code must not run."""
     previous, previous_threads = sys.getprofile(), threading.getprofile()
-    if _refused_builtins or _running or _copies:
+    if _refused_builtins or _running or _copies or _hidden_files:
         sys.setprofile(_refuse_builtins)
         threading.setprofile(_refuse_builtins)
     try:
@@ -287,10 +289,42 @@ class Refused:
         return f"<{self.name}: the reference's, refused while you are graded>"
 
 
+def _module_copies(module):
+    """``module`` and every other module object loaded from its file (``importlib.reload``,
+    ``spec_from_file_location``): each copy has its own copy of the module's tables."""
+    # type(), not isinstance(): isinstance() of a dead weakref.proxy raises ReferenceError
+    return [module] + [m for m in gc.get_objects() if issubclass(type(m), types.ModuleType)
+                       and m is not module and getattr(m, "__file__", None) == module.__file__]
+
+
 @contextlib.contextmanager
-def hidden_table(table, name):
-    """Replace every entry of ``table`` (a list, or a dict's values) by a ``Refused`` for the block:
-    a reference table that is the answer (which function each opcode applies) the learner writes."""
+def hidden_table(module, attribute):
+    """Replace every entry of ``module.attribute`` (a list, or a dict's values), in ``module`` and in
+    every copy of it, by a ``Refused`` for the block: a reference table that is the answer (which
+    function each opcode applies) the learner writes. Loading a new copy of ``module`` during the
+    block is refused (by the profile hook), as its table would be whole."""
+    name = f"{module.__name__}.{attribute}"
+    entry = _hidden_files.setdefault(module.__file__, [name, 0])
+    entry[1] += 1
+    refused_before = len(_calls_refused)
+    try:
+        with contextlib.ExitStack() as stack:
+            for copy_ in _module_copies(module):
+                if hasattr(copy_, attribute):
+                    stack.enter_context(_refused_entries(getattr(copy_, attribute), name))
+            stack.enter_context(_profiled())
+            yield
+    finally:
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _hidden_files[module.__file__]
+    refused = _calls_refused[refused_before:]
+    if refused:
+        raise ForbiddenCallError(refused[0])
+
+
+@contextlib.contextmanager
+def _refused_entries(table, name):
     saved = copy.copy(table)
     keys = table.keys() if isinstance(table, dict) else range(len(table))
     for key in list(keys):

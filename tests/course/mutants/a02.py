@@ -56,4 +56,35 @@ MUTANTS = [
            "def on_cache_miss(callback, func, args, _reference=convert_frame.ConvertFrame.__call__):\n"
            "    return _reference(callback, func, args)",
            "ConvertFrame.__call__", zero=("test_on_cache_miss_examples", "test_on_cache_miss_pipeline")),
+    # delegation through a second copy of a reference module (importlib)
+    Mutant("delegates to a second copy of trace_rules", "def skip_reason(code):",
+           "def skip_reason(code):\n"
+           "    import importlib.util\n"
+           "    global _COPY\n"
+           "    if '_COPY' not in globals():\n"
+           "        spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.trace_rules_copy', trace_rules.__file__)\n"
+           "        _COPY = importlib.util.module_from_spec(spec)\n"
+           "        spec.loader.exec_module(_COPY)\n"
+           "    return _COPY.skip_reason(code)\n"
+           "def _unused(code):",
+           "skip_reason", zero=("test_skip_reason_examples", "test_skip_reason_pipeline")),
+    Mutant("lookup delegates to a copy of convert_frame", "def lookup(entries, owner, args):",
+           "def lookup(entries, owner, args):\n"
+           "    import importlib.util, types\n"
+           "    spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.convert_frame_copy', convert_frame.__file__)\n"
+           "    m = importlib.util.module_from_spec(spec)\n"
+           "    spec.loader.exec_module(m)\n"
+           "    e = m.passing_entry([e for e in list(entries) if e[0] is owner], types.SimpleNamespace(__closure__=None), args)\n"
+           "    return None if e is None else e[2]\n"
+           "def _unused(entries, owner, args):",
+           "lookup", zero=("test_lookup_examples",)),
+    Mutant("on_cache_miss delegates to a copy of convert_frame", "def on_cache_miss(callback, func, args):",
+           "def on_cache_miss(callback, func, args):\n"
+           "    import importlib.util\n"
+           "    spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.convert_frame_copy', convert_frame.__file__)\n"
+           "    m = importlib.util.module_from_spec(spec)\n"
+           "    spec.loader.exec_module(m)\n"
+           "    return m.ConvertFrame.__call__(callback, func, args)\n"
+           "def _unused(callback, func, args):",
+           "ConvertFrame.__call__", zero=("test_on_cache_miss_examples",)),
 ]

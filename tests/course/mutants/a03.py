@@ -33,6 +33,26 @@ MUTANTS = [
            "    self.push(self.call_builtin(OPERATORS[symbol], left, right))",
            f"    self.push(self.call_builtin({SYMBOLIC_CONVERT}.BINARY_OPS[inst.arg], left, right))",
            "BINARY_OPS", zero=("test_binary_op", "test_binary_op_corpus")),
+    Mutant("BINARY_OP takes the table of a second copy of the reference module",
+           "    self.push(self.call_builtin(OPERATORS[symbol], left, right))",
+           "    import importlib.util\n"
+           "    spec = importlib.util.spec_from_file_location('tinydynamo.dynamo.copy', "
+           f"{SYMBOLIC_CONVERT}.__file__)\n"
+           "    copy = importlib.util.module_from_spec(spec)\n"
+           "    spec.loader.exec_module(copy)\n"
+           "    self.push(self.call_builtin(copy.BINARY_OPS[inst.arg], left, right))",
+           "BINARY_OPS", zero=("test_binary_op", "test_binary_op_corpus")),
+    Mutant("BINARY_OP takes the table of a copy of the reference module loaded when the cell runs",
+           "def BINARY_OP(self, inst):",
+           "import importlib.util as _util\n"
+           f"_spec = _util.spec_from_file_location('tinydynamo.dynamo.copy', {SYMBOLIC_CONVERT}.__file__)\n"
+           "_COPY = _util.module_from_spec(_spec)\n"
+           "_spec.loader.exec_module(_COPY)\n"
+           "def BINARY_OP(self, inst):\n"
+           "    right, left = self.pop(), self.pop()\n"
+           "    self.push(self.call_builtin(_COPY.BINARY_OPS[inst.arg], left, right))\n"
+           "def _unused(self, inst):",
+           "BINARY_OPS", zero=("test_binary_op", "test_binary_op_corpus")),
     # part 3
     Mutant("LOAD_METHOD pushes the method below the NULL",
            "    self.push(NullVariable())\n    self.push(method)", "    self.push(method)\n    self.push(NullVariable())",
