@@ -4,7 +4,10 @@ For every assignment in ``solutions/`` this proves that regenerating the release
 committed ``assignments/``, that no hidden test or solution reaches the release, that the solution
 notebook autogrades to full marks, and that the untouched release autogrades to zero.
 """
+import concurrent.futures
+import contextlib
 import filecmp
+import io
 import json
 import sys
 import tempfile
@@ -69,19 +72,28 @@ def check_assignment(name, tmp):
     return problems
 
 
+def checked(name):
+    """(what checking ``name`` printed, its problems): one assignment, in a scratch course of its own."""
+    with tempfile.TemporaryDirectory(prefix=f"check-{name}-") as tmp, \
+            contextlib.redirect_stdout(io.StringIO()) as printed:
+        problems = check_assignment(name, tmp)
+    return printed.getvalue(), problems
+
+
 def main():
     if not (nbt.REPO / "solutions").is_dir():
         print("assignment checks: this is a learner's repository (no solutions/): nothing to check")
         return 0
-    failures = {}
-    for name in nbt.assignment_names():
-        with tempfile.TemporaryDirectory(prefix=f"check-{name}-") as tmp:
-            problems = check_assignment(name, tmp)
-        if problems:
-            failures[name] = problems
+    names, failures = nbt.assignment_names(), {}
+    # Two assignments at a time: grading is mostly one process waiting on its notebook's kernel.
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+        for name, (printed, problems) in zip(names, pool.map(checked, names)):
+            print(printed, end="", flush=True)
+            if problems:
+                failures[name] = problems
     for name, problems in failures.items():
         print(f"\nFAILED {name}:", *problems, sep="\n  ")
-    print("assignment checks:", "FAILED" if failures else f"all {len(nbt.assignment_names())} passed")
+    print("assignment checks:", "FAILED" if failures else f"all {len(names)} passed")
     return 1 if failures else 0
 
 
