@@ -1,7 +1,11 @@
-"""Counters behind ``tinydynamo.stats()``, the compile lock (Introduction chapter), and the
-row-major strides that dynamo's guards, the prims and inductor all compute."""
+"""Counters behind ``tinydynamo.stats()``, the compile lock (Introduction chapter), tracing unseen
+by saved-tensor hooks, and the row-major strides that dynamo's guards, the prims and inductor all
+compute."""
 import collections
+import contextlib
 import threading
+
+import torch
 
 counters: collections.Counter = collections.Counter()
 
@@ -14,6 +18,22 @@ counted_elsewhere = {}
 # that make a first call at once compile it once. Compiled code runs without it, concurrently.
 # Re-entrant: compiling may call code that compiles (a compiled function called while tracing).
 compile_lock = threading.RLock()
+
+
+
+@contextlib.contextmanager
+def unseen_by_saved_tensors_hooks():
+    """Tracing, inside the block, is not seen by the user's ``saved_tensors_hooks``. They see
+    every tensor that autograd saves for the backward, and activation checkpointing counts them:
+    tracing runs ops (on meta tensors in dynamo, for real in AOT autograd) that the compiled
+    program does not, so a checkpoint's recomputation would find another number of saved tensors.
+    (This is autograd's own switch for tracers, which PyTorch's Dynamo flips too.)"""
+    previous = torch._C._autograd._saved_tensors_hooks_set_tracing(True)
+    try:
+        yield
+    finally:
+        torch._C._autograd._saved_tensors_hooks_set_tracing(previous)
+
 
 STAT_NAMES = (
     "frames_seen",

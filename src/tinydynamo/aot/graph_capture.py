@@ -25,6 +25,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
+from ..utils import unseen_by_saved_tensors_hooks
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
 from .tracer import DispatchTracer, onednn, to_meta
 
@@ -181,7 +182,7 @@ def _run_forward(tracer, fn, inputs, with_backward):
     # whose outputs depend on the grad mode it runs under (its compiled forward runs without grad).
     # (The tracer gives convolutions oneDNN's layout: ``convolution_layout``.)
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
-          onednn.off()):
+          onednn.off(), unseen_by_saved_tensors_hooks()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
         with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):

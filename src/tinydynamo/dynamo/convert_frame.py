@@ -35,12 +35,12 @@ from .. import config
 from ..backends import lookup_backend
 from .._logging import trace_artifact
 from ..symbolic_shapes import ConstraintViolationError
-from ..utils import clear_counters, compile_lock, counters
+from ..utils import clear_counters, compile_lock, counters, unseen_by_saved_tensors_hooks
 from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
 from .ddp_optimizer import DDPOptimizer, active_ddp_module
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
-from .guards import AUTOCAST_DEVICES, GuardBuilder, watch_ids
+from .guards import AUTOCAST_DEVICES, Guard, GuardBuilder, watch_ids
 from .output_graph import OutputGraph, installed_globals
 from .resume_execution import ContinueExecutionCache
 from .symbolic_convert import InstructionTranslator, decoded
@@ -84,8 +84,9 @@ def dis_text(code):
     return out.getvalue()
 
 
-def translate(func, args, backend, one_graph=False, dynamic=None):
-    """Trace ``func`` called with the frame's ``args``; return a CompiledFrame.
+def translate(func, args, backend, one_graph=False, dynamic=None, nested=False):
+    """Trace ``func`` called with the frame's ``args``; return a CompiledFrame. ``nested``: the
+    frame is not a compiled function's own, but one that an eager part of it calls.
 
     If the trace meets an instruction it cannot capture, it starts again from the top and this
     time breaks the graph just before that instruction (chapter 5); with ``one_graph`` the
@@ -94,9 +95,9 @@ def translate(func, args, backend, one_graph=False, dynamic=None):
     code = func.__code__
     trace_artifact("bytecode", lambda: f"original bytecode of {describe(code)}\n{dis_text(code)}")
     try:
-        output, tracer = trace(func, args, backend, one_graph, dynamic)
+        output, tracer = trace(func, args, backend, one_graph, dynamic, nested)
     except RestartAnalysis as restart:
-        output, tracer = trace(func, args, backend, one_graph, dynamic, break_at=restart)
+        output, tracer = trace(func, args, backend, one_graph, dynamic, nested, break_at=restart)
     instructions = tracer.output_instructions
     new_code = assemble(instructions, code, co_varnames=local_names(code, instructions), co_cellvars=(),
                         **positional_signature(code, len(args)))
@@ -106,21 +107,34 @@ def translate(func, args, backend, one_graph=False, dynamic=None):
     return CompiledFrame(new_code, guard, tracer.graph_break)
 
 
-def trace(func, args, backend, one_graph, dynamic, break_at=None):
+def trace(func, args, backend, one_graph, dynamic, nested, break_at=None):
     """One attempt at tracing the frame: its OutputGraph and InstructionTranslator."""
     code = func.__code__
     output = OutputGraph(code, func.__globals__, backend, dynamic)
+    if nested:  # its compiled code must not run under a checkpoint's hooks either
+        output.add_guard(Guard(None, "STATE_QUERY", (under_saved_tensors_hooks, False)))
     tracer = InstructionTranslator(func, args, output, one_graph, break_at)
     grad_mode = torch.is_grad_enabled()
     try:
-        refuse_autocast(output, code)
-        tracer.run()
+        with unseen_by_saved_tensors_hooks():
+            refuse_autocast(output, code)
+            tracer.run()
     except Unsupported as e:
         e.guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
         raise
     finally:
         torch.set_grad_enabled(grad_mode)  # `with torch.no_grad()` switched it while tracing
     return output, tracer
+
+
+def under_saved_tensors_hooks():
+    """Whether ``saved_tensors_hooks`` are on: torch.utils.checkpoint's, while it runs its function.
+
+    A nested frame that runs under them is not compiled, nor is its compiled code run: the
+    checkpoint runs the function again in the backward, outside the compiled call, so as its
+    original code, and pairs what that run saves with what the first run saved, one by one. A
+    compiled first run saves other tensors, and the gradients would silently be wrong."""
+    return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
 
 
 def refuse_autocast(output, code):
@@ -213,10 +227,14 @@ class ConvertFrame:
         counters["fallbacks"] += 1
 
     def convert(self, func, args, code, entries):
-        if not self.is_root(code) and not any(has_tensor(arg, set()) for arg in args):
+        nested = not self.is_root(code)
+        if nested and not any(has_tensor(arg, set()) for arg in args):
             return None  # nothing to compile, as Dynamo's has_tensor_in_frame decides
+        if nested and under_saved_tensors_hooks():
+            return None
         try:
-            frame = translate(func, args, self.frame_backend(), one_graph=self.fullgraph, dynamic=self.dynamic)
+            frame = translate(func, args, self.frame_backend(), one_graph=self.fullgraph, dynamic=self.dynamic,
+                              nested=nested)
         except Unsupported as e:
             if self.fullgraph:
                 raise

@@ -1,0 +1,100 @@
+"""Activation checkpointing (``torch.utils.checkpoint``) and other saved-tensor hooks around
+compiled code: every gradient must be eager's.
+
+A non-reentrant checkpoint runs its function twice: in the forward, where ``saved_tensors_hooks``
+keep only a placeholder for each tensor saved for the backward, and again in the backward, where
+it pairs the tensors that the second run saves with the placeholders, one by one. Both runs must
+save the same tensors in the same order, so the compiled code and the original code must not be
+mixed, and tracing must not be seen by the hooks.
+"""
+import pytest
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+import tinydynamo
+
+BACKENDS = ["eager", "aot_eager", "inductor"]
+
+
+def make_layer():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))
+
+
+def gradients(fn, layer, x):
+    """The loss and the gradients of ``x`` and of the layer's parameters after ``fn(x).backward()``."""
+    x = x.detach().requires_grad_()
+    layer.zero_grad(set_to_none=True)
+    loss = fn(x)
+    loss.backward()
+    return [loss.detach(), x.grad] + [p.grad for p in layer.parameters()]
+
+
+def assert_same(actual, expected):
+    for a, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_checkpoint_inside_a_compiled_function(backend):
+    """The checkpointed function is called from the eager part of the compiled function (a
+    graph break): it is not compiled on its own, as the backward's recomputation runs it eagerly."""
+    layer = make_layer()
+
+    def step(x):
+        h = torch.sin(x)
+        return checkpoint(lambda t: torch.tanh(layer(t)), h, use_reentrant=False).square().sum()
+
+    x = torch.randn(4, 8)
+    expected = gradients(step, layer, x)
+    compiled = tinydynamo.compile(step, backend=backend)
+    for _ in range(2):
+        assert_same(gradients(compiled, layer, x), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_frame_compiled_without_a_checkpoint_does_not_run_compiled_under_one(backend):
+    """The layer's forward is compiled as a nested frame by a call without checkpointing; a call
+    with checkpointing must then run it as its original code, in both runs."""
+    layer = make_layer()
+
+    def step(x, use_checkpoint):
+        h = torch.sin(x)
+        print("", end="")  # a graph break: the layer is called from an eager region
+        h = checkpoint(layer, h, use_reentrant=False) if use_checkpoint else layer(h)
+        return h.square().sum()
+
+    x = torch.randn(4, 8)
+    compiled = tinydynamo.compile(step, backend=backend)
+    for use_checkpoint in (False, True, False, True):
+        expected = gradients(lambda t: step(t, use_checkpoint), layer, x)
+        assert_same(gradients(lambda t: compiled(t, use_checkpoint), layer, x), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compiled_function_inside_a_checkpoint(backend):
+    """A compiled function is what the checkpoint runs: both runs run its compiled code."""
+    layer = make_layer()
+    compiled_layer = tinydynamo.compile(layer, backend=backend)
+    x = torch.randn(4, 8)
+    expected = gradients(lambda t: checkpoint(layer, t, use_reentrant=False).sum(), layer, x)
+    for _ in range(2):
+        assert_same(gradients(lambda t: checkpoint(compiled_layer, t, use_reentrant=False).sum(), layer, x),
+                    expected)
+    assert tinydynamo.stats()["graphs"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tracing_is_not_seen_by_saved_tensors_hooks(backend):
+    """Hooks see what the compiled program saves, and nothing of the compile: the first call
+    (which traces and compiles) saves as many tensors as the next one."""
+    layer = make_layer()
+    compiled = tinydynamo.compile(lambda t: torch.tanh(layer(t)).sum(), backend=backend)
+    counts = []
+    for _ in range(2):
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            compiled(torch.randn(4, 8, requires_grad=True)).backward()
+        counts.append(len(saved))
+    assert counts[0] == counts[1] > 0
