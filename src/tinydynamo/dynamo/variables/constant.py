@@ -104,3 +104,7 @@ def wrap_constant(value):
     if not is_constant_value(value):
         unsupported(f"a value of type {type(value).__name__} computed at trace time")
     return ConstantVariable(value)
+
+
+def is_none(var):
+    return isinstance(var, ConstantVariable) and var.value is None

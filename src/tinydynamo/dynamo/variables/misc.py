@@ -24,7 +24,7 @@ from ..exc import raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..source import AttrSource, DictGetItemSource
 from .base import GetAttrVariable, VariableTracker
-from .constant import ConstantVariable, fold, wrap_constant
+from .constant import ConstantVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
@@ -503,10 +503,6 @@ class DataClassVariable(VariableTracker):
 
 MODEL_OUTPUT_METHODS = {"__getitem__", "__setitem__", "to_tuple", "keys", "values", "items", "get",
                         "__contains__", "__len__"}
-
-
-def is_none(var):
-    return isinstance(var, ConstantVariable) and var.value is None
 
 
 def wrap_sequence(value):

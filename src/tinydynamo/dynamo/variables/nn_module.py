@@ -7,7 +7,9 @@ inputs named after their source (``L['self'].fc1.weight``), as Dynamo does when 
 built-in nn modules. Each module met is guarded by identity (ID_MATCH); the attributes that
 forward reads (``self.training``, ``self.eps``...) get their own guards when read.
 
-Module hooks would run code around ``forward`` that this tracer does not see: Unsupported.
+A module's forward pre-hooks and forward hooks are inlined around ``forward``, as
+``Module._call_impl`` runs them (a DICT_KEYS guard on each hook dict then recompiles when a hook
+is added or removed). Backward hooks and global hooks are Unsupported.
 Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, sliced,
 measured and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
@@ -22,7 +24,8 @@ from ..guards import Guard
 from ..source import AttrSource, GetItemSource
 from ..trace_rules import installed_package, library_file
 from .base import GetAttrVariable, VariableTracker
-from .constant import ConstantVariable, fold, wrap_constant
+from .constant import ConstantVariable, fold, is_none, wrap_constant
+from .dicts import ConstDictVariable
 from .functions import UserMethodVariable, static_attribute
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 from .tensor import TensorVariable
@@ -31,7 +34,7 @@ SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
 # Methods that walk a module tree, answered from the real module.
 WALKS = ("modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
          "buffers", "named_buffers")
-MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+BACKWARD_HOOKS = ("_backward_hooks", "_backward_pre_hooks")
 GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                 "_global_backward_pre_hooks")
 
@@ -70,14 +73,49 @@ class NNModuleVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         module = self.module
-        if any(getattr(module, h, None) for h in MODULE_HOOKS) or \
+        if any(getattr(module, h, None) for h in BACKWARD_HOOKS) or \
                 any(getattr(torch.nn.modules.module, h) for h in GLOBAL_HOOKS):
-            unsupported(f"nn.Module hooks on {type(module).__name__}")
+            unsupported(f"nn.Module backward hooks or global hooks on {type(module).__name__}")
         if "forward" in module.__dict__:
             unsupported(f"{type(module).__name__} instance with its own forward attribute")
         forward = type(module).forward
         source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
-        return UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
+        args, kwargs = self.forward_pre_hooks(tx, args, kwargs)
+        result = UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
+        return self.forward_hooks(tx, args, kwargs, result)
+
+    def hooks(self, tx, name):
+        """(hook id, tracker of the hook) for each hook in the module's dict ``name``, in order."""
+        if not getattr(self.module, name):
+            return []
+        if self.source is None:
+            unsupported(f"hooks on a {type(self.module).__name__} created inside the frame")
+        return list(tx.build(getattr(self.module, name), AttrSource(self.source, name)).items.items())
+
+    def forward_pre_hooks(self, tx, args, kwargs):
+        """Each pre-hook sees ``(module, args)`` (or ``(module, args, kwargs)``) and may replace them."""
+        for key, hook in self.hooks(tx, "_forward_pre_hooks"):
+            if key in self.module._forward_pre_hooks_with_kwargs:
+                result = hook.call_function(tx, [self, TupleVariable(args), ConstDictVariable(kwargs)], {})
+                if not is_none(result):
+                    new_args, new_kwargs = result.unpack_var_sequence(tx)
+                    args, kwargs = new_args.unpack_var_sequence(tx), dict(new_kwargs.items)
+            else:
+                result = hook.call_function(tx, [self, TupleVariable(args)], {})
+                if not is_none(result):
+                    args = result.unpack_var_sequence(tx) if isinstance(result, TupleVariable) else [result]
+        return args, kwargs
+
+    def forward_hooks(self, tx, args, kwargs, result):
+        """Each hook sees ``(module, args, result)`` (or with ``kwargs`` before the result) and may
+        replace the result."""
+        for key, hook in self.hooks(tx, "_forward_hooks"):
+            with_kwargs = key in self.module._forward_hooks_with_kwargs
+            hook_args = [self, TupleVariable(args), *([ConstDictVariable(kwargs)] if with_kwargs else []), result]
+            hook_result = hook.call_function(tx, hook_args, {})
+            if not is_none(hook_result):
+                result = hook_result
+        return result
 
     def call_method(self, tx, name, args, kwargs):
         module = self.module

@@ -1,0 +1,77 @@
+"""nn.Module forward hooks and pre-hooks are inlined around ``forward``, in ``Module._call_impl``'s
+order, with eager's results and gradients and no graph break (as PyTorch's Dynamo does); backward
+hooks break the graph, and the module then runs eagerly with them."""
+import torch
+import torch.nn as nn
+
+import tinydynamo
+
+
+def make_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+
+
+def graph_breaks_matching_eager(model, x):
+    """The model's graph breaks, once its compiled outputs and gradients are checked against eager's."""
+    compiled = tinydynamo.compile(model)
+    x = x.detach().requires_grad_()
+    out = compiled(x)
+    out.square().sum().backward()
+    compiled_grads = [x.grad] + [p.grad for p in model.parameters()]
+    x.grad = None
+    model.zero_grad(set_to_none=True)
+    expected = model(x)
+    expected.square().sum().backward()
+    torch.testing.assert_close(out, expected)
+    for actual, wanted in zip(compiled_grads, [x.grad] + [p.grad for p in model.parameters()], strict=True):
+        torch.testing.assert_close(actual, wanted)
+    model.zero_grad(set_to_none=True)
+    tinydynamo.reset()
+    return tinydynamo.explain(model)(x).graph_break_count
+
+
+def test_pre_hooks_and_hooks_replace_arguments_and_results():
+    model = make_model()
+    model[0].register_forward_pre_hook(lambda module, args: args[0] * 2)  # a single value: the new args[0]
+    model[0].register_forward_pre_hook(lambda module, args: None)  # nothing changes
+    model[2].register_forward_pre_hook(lambda module, args: (args[0] + 1,))
+    model[1].register_forward_hook(lambda module, args, out: out - args[0].mean())
+    model.register_forward_hook(lambda module, args, out: out * 3)
+    assert graph_breaks_matching_eager(model, torch.randn(5, 8)) == 0
+
+
+def test_hooks_with_keyword_arguments():
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0):
+            return x * scale
+
+    model = nn.Sequential(nn.Linear(8, 8))
+    scaled = Scaled()
+    model.register_forward_hook(lambda module, args, out: scaled(out, scale=0.5))
+    scaled.register_forward_pre_hook(lambda module, args, kwargs: (args, {"scale": kwargs["scale"] * 4}),
+                                     with_kwargs=True)
+    scaled.register_forward_hook(lambda module, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
+    assert graph_breaks_matching_eager(model, torch.randn(5, 8)) == 0
+
+
+def test_adding_or_removing_a_hook_recompiles():
+    model = make_model()
+    first = model[0].register_forward_hook(lambda module, args, out: out + 1)
+    compiled = tinydynamo.compile(model)
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(compiled(x), model(x))
+    second = model[0].register_forward_hook(lambda module, args, out: out * -1)
+    torch.testing.assert_close(compiled(x), model(x))
+    first.remove()
+    second.remove()
+    torch.testing.assert_close(compiled(x), model(x))
+    assert tinydynamo.stats()["recompiles"] == 2
+
+
+def test_a_backward_hook_breaks_the_graph_and_runs():
+    model = make_model()
+    seen = []
+    model[2].register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(grad_out[0].shape))
+    assert graph_breaks_matching_eager(model, torch.randn(5, 8)) >= 1
+    assert seen
