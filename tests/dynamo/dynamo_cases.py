@@ -1982,3 +1982,103 @@ class Counter(nn.Module):
 @case(Counter(), X)
 def module_buffer_updated_in_place(counter, x):
     return counter(x)
+
+
+# --- dict, list and builtin methods that programs from outside use -----------------------------
+
+
+@case(X)
+def dict_del_popitem_clear_and_merge(x):
+    d = {"a": x, "b": x + 1, "c": 2}
+    del d["a"]
+    key, value = d.popitem()
+    merged = d | {"z": 3}
+    merged |= {"y": x * 2}
+    first = collections.OrderedDict(p=x, q=1).popitem(last=False)
+    d.clear()
+    return key, value, merged, first, d
+
+
+@case(X)
+def list_sort_and_remove(x):
+    order = [3, 1, 2]
+    order.sort(reverse=True)
+    order.remove(2)
+    rows = [(2, x), (0, x * 3), (1, x * 2)]
+    rows.sort(key=lambda row: row[0])
+    return order, rows
+
+
+@case(X)
+def min_max_with_a_key(x):
+    pairs = [(1, "b"), (3, "a"), (3, "c")]
+    return x * max(pairs, key=lambda p: p[0])[0] + min(pairs, key=lambda p: p[1])[0] + max([], default=5)
+
+
+class Box:
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+
+@case(X, Box())
+def setattr_builtin(x, box):
+    setattr(box, "scale", 3.0)
+    local = Box()
+    setattr(local, "scale", 4.0)
+    return x * box.scale + local.scale
+
+
+# --- operators a user's class defines -----------------------------------------------------------
+
+
+class Vector:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return Vector(self.t + other.t)
+
+    def __mul__(self, k):
+        return Vector(self.t * k)
+
+    def __rmul__(self, k):
+        return Vector(self.t * k * 10)
+
+    def __neg__(self):
+        return Vector(-self.t)
+
+    def __iadd__(self, other):
+        self.t = self.t + other.t * 100
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, Vector)
+
+
+@case(X)
+def operators_of_a_user_class(x):
+    v = Vector(x) + Vector(x)
+    u = 2 * v * 3  # __rmul__, then __mul__
+    w = -u
+    w += Vector(x)  # __iadd__, not __add__
+    return w.t, v == u, v != 3  # != negates __eq__
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+
+
+@dataclasses.dataclass(order=True)
+class Rank:
+    level: int
+
+
+@case(X)
+def dataclass_methods_and_comparisons(x):
+    p = Point(1.0, 2.0)
+    return x * p.norm2(), p == Point(1.0, 2.0), p != Point(1.0, 3.0), Rank(1) < Rank(2)

@@ -99,3 +99,17 @@ def raises_past_its_handler(x, table):
 def test_an_exception_no_handler_catches_is_raised_as_in_eager():
     with pytest.raises(KeyError):
         dynamo.compile(raises_past_its_handler, backend="eager")(torch.randn(3), {})
+
+
+def next_past_the_end_is_caught(x):
+    items = iter([x])
+    first = next(items)
+    try:
+        next(items)
+    except StopIteration:
+        return first - 1
+    return first
+
+
+def test_the_stop_iteration_of_next_can_be_caught():
+    check(next_past_the_end_is_caught, torch.randn(3))

@@ -63,6 +63,7 @@ from .variables import (
     SymSliceVariable,
     TupleVariable,
     UnboundVariable,
+    UserDefinedObjectVariable,
     VariableBuilder,
     wrap_constant,
 )
@@ -89,6 +90,12 @@ def decoded(code):
     return tuple(decode(code))
 
 
+def is_python_context_manager(cls):
+    """Whether ``cls`` defines ``__enter__`` and ``__exit__`` as Python functions."""
+    return all(isinstance(inspect.getattr_static(cls, name, None), types.FunctionType)
+               for name in ("__enter__", "__exit__"))
+
+
 class InstructionTranslatorBase:
     def __init__(self, code, f_globals, symbolic_locals, closure_cells, output, parent=None):
         self.code = code
@@ -108,6 +115,7 @@ class InstructionTranslatorBase:
         self.current_instruction = None
         self.kw_names = ()
         self.exc_info = []  # the exceptions being handled (PUSH_EXC_INFO), innermost last
+        self.user_with_blocks = {}  # id of the __exit__ of a Python context manager -> (it, its BEFORE_WITH)
         self.done = False
 
     # --- the interpreter loop --------------------------------------------------------------------
@@ -357,7 +365,10 @@ class InstructionTranslatorBase:
         obj.store_attr(self, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
-        unsupported(f"deleting attribute {inst.argval!r} (a side effect)")
+        obj = self.pop()
+        if not hasattr(obj, "delete_attr"):
+            unsupported(f"deleting attribute {inst.argval!r} of {obj} (a side effect)")
+        obj.delete_attr(self, inst.argval)
 
     def BINARY_SUBSCR(self, inst):
         index = self.pop()
@@ -664,11 +675,21 @@ class InstructionTranslatorBase:
     # --- with blocks ----------------------------------------------------------------------------
 
     def BEFORE_WITH(self, inst):
+        """Push the block's ``__exit__``, then what ``__enter__`` returns. A user's context
+        manager (a class with Python ``__enter__``/``__exit__``, ``@contextlib.contextmanager``)
+        is traced like any call: ``__enter__`` now, ``__exit__`` where the block ends."""
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
-        self.push(GetAttrVariable(ctx, "__exit__"))
-        self.push(ctx.enter(self))
+        if isinstance(ctx, GradModeVariable):
+            self.push(GetAttrVariable(ctx, "__exit__"))
+            self.push(ctx.enter(self))
+        elif isinstance(ctx, UserDefinedObjectVariable) and is_python_context_manager(ctx.python_type()):
+            exit_fn = ctx.var_getattr(self, "__exit__")
+            self.user_with_blocks[id(exit_fn)] = (exit_fn, inst)
+            self.push(exit_fn)
+            self.push(ctx.var_getattr(self, "__enter__").call_function(self, [], {}))
+        else:
+            unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled and "
+                        f"context managers written in Python)")
 
     # --- what only happens when something raises, or is not traced ----------------------------
 
@@ -785,12 +806,23 @@ class InstructionTranslator(InstructionTranslatorBase):
                 raise
             # The break goes where the error was first raised, not where a handler re-raised it;
             # for a future that escapes, at its torch.jit.fork.
-            inst = reason.first_seen.get(self, self.current_instruction)
+            inst = self.outside_user_with_blocks(reason.first_seen.get(self, self.current_instruction))
             reason.add_frame(self.code.co_filename, inst.positions.lineno, self.code.co_name)
             why_not = self.why_no_graph_break(inst)
             if why_not is not None:
                 raise cannot_break(reason, why_not) from None
             raise RestartAnalysis(self.indexof[inst], reason) from None
+
+    def outside_user_with_blocks(self, inst):
+        """``inst``; or, inside the ``with`` block of a context manager written in Python, which a
+        graph break cannot cut in two, the BEFORE_WITH of the outermost such block: the graph
+        breaks before the block, which runs as Python."""
+        for handler, depth in reversed(self.blocks(inst)):
+            if handler.opname != "WITH_EXCEPT_START" or not 0 < depth <= len(self.stack):
+                continue
+            if id(self.stack[depth - 1]) in self.user_with_blocks:
+                return self.user_with_blocks[id(self.stack[depth - 1])][1]
+        return inst
 
     def why_no_graph_break(self, inst):
         """Why the graph cannot be broken at ``inst`` (the frame then runs eagerly), or None."""

@@ -16,17 +16,18 @@ import functools
 import inspect
 import itertools
 import operator
+import types
 
 import torch
 
-from ..exc import Unsupported, unsupported
+from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable, sorted_items
+from .misc import DataClassVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, sym_operator, trace_op
@@ -40,6 +41,28 @@ BINARY_OPERATORS = {
     operator.irshift,
 }
 UNARY_OPERATORS = {operator.neg, operator.pos, operator.invert, operator.abs, abs}
+# The methods a user's class defines an operator with: the left operand's, then the right one's.
+DUNDER_METHODS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"), operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
+    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+    operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
+    operator.abs: ("__abs__", None), abs: ("__abs__", None),
+}
+# ``a += b``: ``a.__iadd__(b)`` if a's class defines it, else ``a = a + b``.
+INPLACE_OPERATORS = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
 # Builtins without side effects: called right away when all their arguments are constants.
 PURE_BUILTINS = {
     abs, all, any, bin, bool, chr, complex, divmod, float, format, hash, hex, int, len, max, min, oct,
@@ -47,7 +70,7 @@ PURE_BUILTINS = {
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", id: "id()", open: "open()",
-                        input: "input()", setattr: "setattr()", delattr: "delattr()",
+                        input: "input()", delattr: "delattr()",
                         globals: "globals()", locals: "locals()", vars: "vars()", exec: "exec()",
                         eval: "eval()"}
 
@@ -106,6 +129,9 @@ class BuiltinVariable(VariableTracker):
                 return result
             if self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
                 return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
+        result = user_operator(tx, self.fn, args)
+        if result is not None:
+            return result
         unsupported(f"operator {self.fn.__name__} on {args}")
 
     def call_getitem(self, tx, obj, index):
@@ -154,6 +180,12 @@ class BuiltinVariable(VariableTracker):
             return default
         return obj.var_getattr(tx, name.as_python_constant())
 
+    def call_setattr(self, tx, obj, name, value):
+        if not hasattr(obj, "store_attr"):
+            unsupported(f"setattr() on {obj} (a side effect)")
+        obj.store_attr(tx, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
     def call_hasattr(self, tx, obj, name):
         return ConstantVariable(has_attr(tx, obj, name.as_python_constant()))
 
@@ -184,7 +216,7 @@ class BuiltinVariable(VariableTracker):
             unsupported(f"next() of {iterator}")
         item = iterator.next_item()
         if item is None and default is None:
-            unsupported("StopIteration at trace time")
+            raise_at_trace_time(StopIteration())  # a `try` around it may catch it
         return item if item is not None else default
 
     def call_enumerate(self, tx, seq, start=None):
@@ -223,14 +255,7 @@ class BuiltinVariable(VariableTracker):
         return dict_from(tx, mapping, kwargs)
 
     def call_sorted(self, tx, seq, key=None, reverse=None):
-        """sorted(), with a ``key`` traced on each item; the keys must be constants."""
-        items = seq.unpack_var_sequence(tx)
-        keys = [key.call_function(tx, [item], {}) if key is not None else item for item in items]
-        if not all(k.is_python_constant() for k in keys):
-            unsupported("sorted() by keys that are not constants (tensors compare by value)")
-        order = fold(sorted, range(len(items)), key=lambda i: keys[i].as_python_constant(),
-                     reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
-        return ListVariable([items[i] for i in order])
+        return ListVariable(sorted_items(tx, seq.unpack_var_sequence(tx), key, reverse))
 
     def call_combinations(self, tx, seq, r):
         """itertools.combinations (and permutations below) of the items, as tuples of trackers."""
@@ -312,14 +337,21 @@ class BuiltinVariable(VariableTracker):
             total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
         return total
 
-    def call_min(self, tx, *args):
-        return self.min_max(tx, min, args)
+    def call_min(self, tx, *args, key=None, default=None):
+        return self.min_max(tx, min, args, key, default)
 
-    def call_max(self, tx, *args):
-        return self.min_max(tx, max, args)
+    def call_max(self, tx, *args, key=None, default=None):
+        return self.min_max(tx, max, args, key, default)
 
-    def min_max(self, tx, fn, args):
+    def min_max(self, tx, fn, args, key=None, default=None):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if not items and default is not None:
+            return default
+        if key is not None:  # the first item whose traced key is the least (or greatest)
+            keys = [key.call_function(tx, [item], {}) for item in items]
+            if not all(k.is_python_constant() for k in keys):
+                unsupported(f"{fn.__name__}() by keys that are not constants (tensors compare by value)")
+            return items[fold(fn, range(len(items)), key=lambda i: keys[i].as_python_constant())]
         if any(isinstance(i, TensorVariable) for i in items):
             return self.tensor_min_max(tx, fn, items)
         return wrap_constant(fold(fn, [i.as_python_constant() for i in items]))
@@ -365,7 +397,7 @@ class BuiltinVariable(VariableTracker):
 
 # The builtins and operators with a ``call_<name>`` method above.
 HANDLERS = {
-    len, isinstance, getattr, hasattr, callable, type, range, slice, iter, next, enumerate, zip,
+    len, isinstance, getattr, hasattr, setattr, callable, type, range, slice, iter, next, enumerate, zip,
     reversed, map, filter, tuple, list, dict, set, frozenset, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
@@ -376,7 +408,7 @@ DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 def sequence_operator(tx, fn, a, b):
-    """``+``, ``*`` and ``+=`` on tuples and lists; None if they do not apply."""
+    """``+``, ``*`` and ``+=`` on tuples and lists, ``|`` and ``|=`` on dicts; None if they do not apply."""
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) \
             and isinstance(b, BaseListVariable) and a.python_cls is b.python_cls:
         if fn is operator.iadd and isinstance(a, ListVariable):
@@ -387,7 +419,47 @@ def sequence_operator(tx, fn, a, b):
         return type(a)(a.items * b.as_python_constant())
     if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():  # 4 * [x]
         return type(b)(b.items * a.as_python_constant())
+    if fn is operator.or_ and isinstance(a, ConstDictVariable):  # dict merge
+        return a.merged(tx, b)
+    if fn is operator.ior and isinstance(a, ConstDictVariable):
+        a.method_update(tx, b)
+        return a
     return None
+
+
+def user_operator(tx, fn, args):
+    """``a + b`` (or ``-a``, ``a < b``, ``a += b``...) where an operand is an object of a user's
+    class that defines the operator in Python: the method is traced, the left operand's first,
+    then, if it is missing or returns NotImplemented, the right operand's reflected one. None if
+    neither applies."""
+    if fn in INPLACE_OPERATORS:
+        result = call_dunder(tx, args[0], f"__{fn.__name__}__", args[1:])
+        if result is not None:
+            return result
+        fn = INPLACE_OPERATORS[fn]
+    if fn not in DUNDER_METHODS:
+        return None
+    name, reflected = DUNDER_METHODS[fn]
+    result = call_dunder(tx, args[0], name, args[1:])
+    if result is None and reflected is not None:
+        result = call_dunder(tx, args[1], reflected, args[:1])
+    if result is None and fn is operator.ne:  # object.__ne__ negates __eq__
+        equal = user_operator(tx, operator.eq, args)
+        result = None if equal is None else BuiltinVariable(operator.not_).call_function(tx, [equal], {})
+    return result
+
+
+def call_dunder(tx, obj, name, args):
+    """``obj.name(*args)`` traced, if obj's class defines ``name`` as a Python function; None if
+    it does not, or if the method returns NotImplemented."""
+    if not isinstance(obj, (UserDefinedObjectVariable, DataClassVariable)):
+        return None
+    if not isinstance(inspect.getattr_static(obj.python_type(), name, None), types.FunctionType):
+        return None
+    result = obj.var_getattr(tx, name).call_function(tx, args, {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
 
 
 def is_same(tx, a, b):
@@ -399,7 +471,7 @@ def is_same(tx, a, b):
         return False
     if all(isinstance(v, (BaseListVariable, ConstDictVariable)) and v.source is not None for v in (a, b)):
         # two lists or dicts from the caller, distinct objects now (else they would be one
-        # tracker: see VariableBuilder.same_container): they must stay distinct
+        # tracker: see VariableBuilder.same_object): they must stay distinct
         tx.output.add_guard(Guard(a.source, "NO_ALIASING", (a.source, b.source)))
         return False
     try:
@@ -424,6 +496,8 @@ def has_attr(tx, obj, name):
     """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
+    if isinstance(obj, (NewObjectVariable, DataClassVariable)):  # made in the frame: its own attributes too
+        return name in obj.attrs or hasattr(obj.python_type(), name)
     try:
         present = hasattr(obj.python_object(), name)
     except Unsupported:

@@ -409,7 +409,8 @@ class DataClassVariable(VariableTracker):
             return self.attrs[name]
         if self.items is not None and name in MODEL_OUTPUT_METHODS:
             return GetAttrVariable(self, name)
-        return static_attribute(tx, self, self.cls, name, None)
+        # looked up on an empty instance, so that a method comes out bound to this one
+        return static_attribute(tx, self, object.__new__(self.cls), name, None)
 
     def store_attr(self, tx, name, value):
         if self.cls.__dataclass_params__.frozen:
@@ -548,6 +549,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
         if inspect.isdatadescriptor(inspect.getattr_static(type(self.value), name, None)):
             unsupported(f"assigning {type(self.value).__name__}.{name}, a property or descriptor")
         self.attrs[name] = value
+
+    def delete_attr(self, tx, name):
+        if name not in self.attrs:
+            unsupported(f"deleting {type(self.value).__name__}.{name}, which the object does not have")
+        del self.attrs[name]
 
     def python_object(self):
         unsupported(f"the identity of a {type(self.value).__name__} created inside the frame")
