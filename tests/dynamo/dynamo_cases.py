@@ -2082,3 +2082,31 @@ class Rank:
 def dataclass_methods_and_comparisons(x):
     p = Point(1.0, 2.0)
     return x * p.norm2(), p == Point(1.0, 2.0), p != Point(1.0, 3.0), Rank(1) < Rank(2)
+
+
+class Level(enum.Enum):
+    LOW = 1
+    HIGH = 2
+
+
+@case(X)
+def enum_class_iterated_and_looked_up(x):
+    return x + sum(level.value for level in Level) + Level(2).value * 10 + Level["LOW"].value * 100 + len(Level)
+
+
+@case(X)
+def itertools_finite_iterators(x):
+    totals = list(itertools.accumulate([x, x, 2]))
+    products = list(itertools.accumulate([1, 2, 3], operator.mul, initial=2))
+    steps = [b - a for a, b in itertools.pairwise([x, x * 2, x * 4])]
+    scaled = list(itertools.starmap(operator.mul, [(x, 2), (x, 3)]))
+    prefix = list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1])) + list(itertools.dropwhile(lambda v: v < 3, [1, 2, 3, 1]))
+    evens = list(itertools.filterfalse(lambda v: v % 2, range(6)))
+    return totals, products, steps, scaled, prefix, evens, [x * k for k in itertools.repeat(2, 3)]
+
+
+@case(X, Box())
+def operator_itemgetter_and_attrgetter(x, box):
+    rows = sorted([(2, "b"), (1, "a")], key=operator.itemgetter(0))
+    first_and_last = operator.itemgetter(0, -1)([x, 1, x * 2])
+    return rows, first_and_last, operator.attrgetter("scale")(box) * x, operator.attrgetter("shape")(x)

@@ -41,7 +41,7 @@ from . import trace_rules
 from .codegen import PyCodegen
 from .. import config
 from .exc import (BackendCompilerFailed, RestartAnalysis, SkipFrame, TracedException, Unsupported, internal_error,
-                  unsupported)
+                  raise_at_trace_time, unsupported)
 from .resume_execution import ContinueExecutionCache, live_locals, successors, uses_zero_arg_super
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
@@ -62,6 +62,7 @@ from .variables import (
     SymNodeVariable,
     SymSliceVariable,
     TupleVariable,
+    TypeVariable,
     UnboundVariable,
     UserDefinedObjectVariable,
     VariableBuilder,
@@ -712,7 +713,25 @@ class InstructionTranslatorBase:
         raise self.pop().error
 
     def RAISE_VARARGS(self, inst):
-        unsupported("a raise statement is reached at trace time (the frame would raise)")
+        """``raise`` of an exception made in the frame: raised at trace time, so that a ``try``
+        around it (in this frame or an inlining caller) runs its handler; uncaught, the graph
+        breaks and Python raises it. ``raise`` alone re-raises the one being handled."""
+        if inst.arg == 0:
+            if not self.exc_info:
+                unsupported("a bare raise with no exception being handled (RuntimeError)")
+            raise self.exc_info[-1].error
+        cause = self.pop() if inst.arg == 2 else None
+        exception = self.pop()
+        if isinstance(exception, BuiltinVariable) or (
+                isinstance(exception, TypeVariable) and issubclass(exception.cls, BaseException)):
+            exception = exception.call_function(self, [], {})  # `raise ValueError`
+        if not isinstance(exception, ExceptionVariable):
+            unsupported(f"raising {exception}")
+        if self.exc_info and self.exc_info[-1].exception is not exception.exception:  # raised in a handler
+            exception.exception.__context__ = self.exc_info[-1].exception
+        if cause is not None:
+            exception.exception.__cause__ = cause.exception if isinstance(cause, ExceptionVariable) else None
+        raise_at_trace_time(exception.exception)
 
     def LOAD_ASSERTION_ERROR(self, inst):
         unsupported("an assert fails at trace time")

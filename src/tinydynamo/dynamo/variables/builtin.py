@@ -27,7 +27,7 @@ from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable, sorted_items
-from .misc import DataClassVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, sym_operator, trace_op
@@ -97,6 +97,10 @@ class BuiltinVariable(VariableTracker):
                 unsupported(f"builtin {self.fn.__name__}() with {len(args)} positional and "
                             f"{len(kwargs)} keyword argument(s)")
             return handler(tx, *args, **kwargs)
+        if isinstance(self.fn, type) and issubclass(self.fn, BaseException):
+            return ExceptionVariable.create(self.fn, args, kwargs)
+        if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
+            return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
         if self.foldable(args, kwargs):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
@@ -273,6 +277,51 @@ class BuiltinVariable(VariableTracker):
         return ListIteratorVariable(TupleVariable(list(row))
                                     for row in itertools.zip_longest(*columns, fillvalue=fill))
 
+    def call_accumulate(self, tx, seq, func=None, *, initial=None):
+        """itertools.accumulate: the running totals, each step traced like any call of ``func``."""
+        step = func if func is not None else BuiltinVariable(operator.add)
+        totals = [] if initial is None else [initial]
+        for item in seq.unpack_var_sequence(tx):
+            totals.append(item if not totals else step.call_function(tx, [totals[-1], item], {}))
+        return ListIteratorVariable(totals)
+
+    def call_pairwise(self, tx, seq):
+        items = seq.unpack_var_sequence(tx)
+        return ListIteratorVariable(TupleVariable([a, b]) for a, b in zip(items, items[1:]))
+
+    def call_starmap(self, tx, fn, seq):
+        return ListIteratorVariable([fn.call_function(tx, row.unpack_var_sequence(tx), {})
+                                     for row in seq.unpack_var_sequence(tx)])
+
+    def call_takewhile(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        taken = next((i for i, item in enumerate(items) if not predicate.call_function(tx, [item], {}).truthy(tx)),
+                     len(items))
+        return ListIteratorVariable(items[:taken])
+
+    def call_dropwhile(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        dropped = next((i for i, item in enumerate(items) if not predicate.call_function(tx, [item], {}).truthy(tx)),
+                       len(items))
+        return ListIteratorVariable(items[dropped:])
+
+    def call_filterfalse(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        if predicate.is_python_constant() and predicate.as_python_constant() is None:
+            return ListIteratorVariable(item for item in items if not item.truthy(tx))
+        return ListIteratorVariable(item for item in items if not predicate.call_function(tx, [item], {}).truthy(tx))
+
+    def call_repeat(self, tx, item, times=None):
+        if times is None:
+            unsupported("itertools.repeat() without `times` (an endless iterator)")
+        return ListIteratorVariable([item] * times.as_python_constant())
+
+    def call_itemgetter(self, tx, *keys):
+        return OperatorGetterVariable(operator.itemgetter, [k.as_python_constant() for k in keys])
+
+    def call_attrgetter(self, tx, *names):
+        return OperatorGetterVariable(operator.attrgetter, [n.as_python_constant() for n in names])
+
     def call_islice(self, tx, seq, *bounds):
         items = seq.unpack_var_sequence(tx)
         return ListIteratorVariable(fold(itertools.islice, items, *[b.as_python_constant() for b in bounds]))
@@ -402,7 +451,9 @@ HANDLERS = {
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
     inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
-    itertools.islice, collections.OrderedDict, collections.defaultdict,
+    itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
+    itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
+    itertools.repeat, operator.itemgetter, operator.attrgetter,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
@@ -425,6 +476,35 @@ def sequence_operator(tx, fn, a, b):
         a.method_update(tx, b)
         return a
     return None
+
+
+class OperatorGetterVariable(VariableTracker):
+    """``operator.itemgetter(1)`` or ``operator.attrgetter("a.b")`` made in the frame: constant
+    keys; calling it traces the item or attribute reads."""
+
+    def __init__(self, getter_cls, keys):
+        super().__init__()
+        self.getter_cls = getter_cls
+        self.keys = keys
+
+    def python_type(self):
+        return self.getter_cls
+
+    def as_python_constant(self):
+        return self.getter_cls(*self.keys)
+
+    def call_function(self, tx, args, kwargs):
+        if len(args) != 1 or kwargs:
+            unsupported(f"calling {self.as_python_constant()!r} with {len(args)} arguments (TypeError)")
+        values = [self.read(tx, args[0], key) for key in self.keys]
+        return values[0] if len(values) == 1 else TupleVariable(values)
+
+    def read(self, tx, obj, key):
+        if self.getter_cls is operator.itemgetter:
+            return BuiltinVariable(operator.getitem).call_function(tx, [obj, wrap_constant(key)], {})
+        for name in key.split("."):
+            obj = obj.var_getattr(tx, name)
+        return obj
 
 
 def user_operator(tx, fn, args):

@@ -20,7 +20,7 @@ import types
 
 import torch
 
-from ..exc import raise_at_trace_time, unsupported
+from ..exc import TracedException, raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..source import AttrSource, DictGetItemSource
 from .base import GetAttrVariable, VariableTracker
@@ -51,6 +51,11 @@ def is_plain_class(cls):
             and "__slots__" not in vars(cls))
 
 
+def overrides_construction(cls):
+    """Whether a class of the user's (not Python's) defines ``__init__`` or ``__new__``."""
+    return any("__init__" in vars(k) or "__new__" in vars(k) for k in cls.__mro__ if k.__module__ != "builtins")
+
+
 class TypeVariable(VariableTracker):
     """A class. Classes are constants: ``isinstance(x, torch.Tensor)`` folds at trace time."""
 
@@ -73,6 +78,10 @@ class TypeVariable(VariableTracker):
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
         if is_constant_class(self.cls):
             return constant_constructor(self.cls, args, kwargs)
+        if issubclass(self.cls, enum.Enum) and not kwargs and all(a.is_python_constant() for a in args):
+            return tx.build(fold(self.cls, *[a.as_python_constant() for a in args]))  # Color(2): a lookup
+        if issubclass(self.cls, BaseException) and not overrides_construction(self.cls):
+            return ExceptionVariable.create(self.cls, args, kwargs)
         if is_traceable_dataclass(self.cls):
             return DataClassVariable.create(tx, self.cls, args, kwargs)
         if self.cls is collections.deque:
@@ -98,6 +107,22 @@ class TypeVariable(VariableTracker):
         if isinstance(attr, classmethod):
             return UserMethodVariable(attr.__func__, self)
         return tx.build(getattr(self.cls, name), source)
+
+    def is_enum(self):
+        return isinstance(self.cls, type) and issubclass(self.cls, enum.Enum)
+
+    def unpack_var_sequence(self, tx):
+        """``for member in Color``: an enum class, which the ID_MATCH on it fixes, is a constant."""
+        if not self.is_enum():
+            unsupported(f"iterating over {self}")
+        return [tx.build(member) for member in self.cls]
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and self.is_enum() and args[0].is_python_constant():  # Color["RED"]
+            return tx.build(fold(self.cls.__getitem__, args[0].as_python_constant()))
+        if name == "__len__" and self.is_enum():
+            return ConstantVariable(len(self.cls))
+        return super().call_method(tx, name, args, kwargs)
 
     def __repr__(self):
         return f"TypeVariable({self.cls.__qualname__})"
@@ -584,6 +609,13 @@ class ExceptionVariable(VariableTracker):
         self.error = error  # the TracedException, re-raised as it is by RERAISE
         self.exception = error.exception
 
+    @staticmethod
+    def create(cls, args, kwargs):
+        """``ValueError("bad")`` in the frame, with constant arguments, about to be raised."""
+        if kwargs or not all(a.is_python_constant() for a in args):
+            unsupported(f"{cls.__name__}() of values that are not constants")
+        return ExceptionVariable(TracedException(cls(*[a.as_python_constant() for a in args])))
+
     def python_type(self):
         return type(self.exception)
 
@@ -593,6 +625,9 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx, name):
         if name == "args":
             return wrap_constant(self.exception.args)
+        if name in ("__cause__", "__context__"):
+            linked = getattr(self.exception, name)
+            return ExceptionVariable(TracedException(linked)) if linked is not None else ConstantVariable(None)
         unsupported(f"attribute {name!r} of a caught {type(self.exception).__name__}")
 
     def __repr__(self):
