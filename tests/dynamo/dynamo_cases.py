@@ -2110,3 +2110,53 @@ def operator_itemgetter_and_attrgetter(x, box):
     rows = sorted([(2, "b"), (1, "a")], key=operator.itemgetter(0))
     first_and_last = operator.itemgetter(0, -1)([x, 1, x * 2])
     return rows, first_and_last, operator.attrgetter("scale")(box) * x, operator.attrgetter("shape")(x)
+
+
+class Scales(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = nn.ParameterList([nn.Parameter(torch.randn(5)) for _ in range(3)])
+
+    def forward(self, x):
+        for scale in self.scales:
+            x = x * scale
+        return x + self.scales[-1] + len(self.scales)
+
+
+@case(seeded(Scales), X)
+def module_parameter_list(model, x):
+    return model(x)
+
+
+def add_one_to_the_input(module, args):
+    return (args[0] + 1,)
+
+
+def triple_the_input(module, args):
+    return args[0] * 3  # not a tuple: the single argument
+
+
+def double_the_output(module, args, output):
+    return output * 2
+
+
+def observe_only(module, args, output):
+    return None
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 5)
+        self.lin.register_forward_pre_hook(add_one_to_the_input)
+        self.lin.register_forward_pre_hook(triple_the_input)
+        self.lin.register_forward_hook(double_the_output)
+        self.lin.register_forward_hook(observe_only)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+@case(seeded(Hooked), X)
+def module_forward_hooks(model, x):
+    return model(x)

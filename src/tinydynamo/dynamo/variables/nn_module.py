@@ -31,7 +31,9 @@ SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
 # Methods that walk a module tree, answered from the real module.
 WALKS = ("modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
          "buffers", "named_buffers")
-MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+# Hooks that Module.__call__ runs and that tracing does not (forward hooks are traced).
+UNTRACED_HOOKS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+                  "_forward_pre_hooks_with_kwargs")
 GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                 "_global_backward_pre_hooks")
 
@@ -69,21 +71,44 @@ class NNModuleVariable(VariableTracker):
         return static_attribute(tx, self, module, name, source)
 
     def call_function(self, tx, args, kwargs):
+        """``module(*args)`` as ``Module.__call__`` runs it: the forward pre-hooks, which may
+        replace the arguments, ``forward``, then the forward hooks, which may replace the result."""
         module = self.module
-        if any(getattr(module, h, None) for h in MODULE_HOOKS) or \
+        if any(getattr(module, h, None) for h in UNTRACED_HOOKS) or \
                 any(getattr(torch.nn.modules.module, h) for h in GLOBAL_HOOKS):
-            unsupported(f"nn.Module hooks on {type(module).__name__}")
+            unsupported(f"nn.Module backward hooks, hooks with kwargs or global hooks on {type(module).__name__}")
         if "forward" in module.__dict__:
             unsupported(f"{type(module).__name__} instance with its own forward attribute")
+        for hook in self.hooks(tx, "_forward_pre_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                args = result.unpack_var_sequence(tx) if isinstance(result, TupleVariable) else [result]
         forward = type(module).forward
         source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
-        return UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
+        output = UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
+        for hook in self.hooks(tx, "_forward_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), output], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                output = result
+        return output
+
+    def hooks(self, tx, table):
+        """The hooks of ``module.<table>``, in order; their keys are guarded (a hook registered
+        after compiling recompiles)."""
+        hooks = getattr(self.module, table)
+        if self.source is None:
+            if hooks:
+                unsupported(f"nn.Module hooks on {type(self.module).__name__}, a module made in the frame")
+            return []
+        source = AttrSource(self.source, table)
+        tx.output.add_guard(Guard(source, "DICT_KEYS", list(hooks)))
+        return [tx.build(hook, GetItemSource(source, key)) for key, hook in hooks.items()]
 
     def call_method(self, tx, name, args, kwargs):
         module = self.module
         if name == "__len__" and not args:
             return ConstantVariable(self.guarded_len(tx))
-        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict,)):
+        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict, torch.nn.ParameterList)):
             return self.getitem(tx, args[0].as_python_constant())
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
             return self.dict_view(tx, name)
@@ -153,6 +178,8 @@ class NNModuleVariable(VariableTracker):
             self.guarded_keys(tx)
             return tx.build(self.module[key], self.child_source(key))
         index = range(self.guarded_len(tx))[key]  # negative indexes count from the end
+        if isinstance(self.module, torch.nn.ParameterList):  # its parameters are named "0", "1"...
+            return tx.build(self.module[index], GetItemSource(AttrSource(self.source, "_parameters"), str(index)))
         return tx.build(self.module[index], self.child_source(list(self.module._modules)[index]))
 
     def guarded_len(self, tx):
@@ -177,6 +204,8 @@ class NNModuleVariable(VariableTracker):
             return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
         if isinstance(self.module, torch.nn.ModuleDict):
             return [wrap_constant(k) for k in self.guarded_keys(tx)]
+        if isinstance(self.module, torch.nn.ParameterList):
+            return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
         unsupported(f"iterating over a {type(self.module).__name__}")
 
     def truthy(self, tx):
