@@ -2160,3 +2160,17 @@ class Hooked(nn.Module):
 @case(seeded(Hooked), X)
 def module_forward_hooks(model, x):
     return model(x)
+
+
+@case(X)
+def zip_and_enumerate_pull_items_lazily(x):
+    numbers = iter([1, 2, 3, 4])
+    pairs = list(zip(numbers, numbers))  # consecutive items
+    rows, out = [x, x], []
+    for i, row in enumerate(rows):
+        if i == 0:
+            rows.append(row + 1)  # seen by the loop, as in CPython
+        out.append(row * i)
+    rest = iter([5, 6, 7])
+    first = list(zip(rest, [0]))  # pulls 5 and 6, keeps (5, 0): 6 is lost
+    return pairs, out, first, list(rest), list(enumerate("ab", 1))

@@ -26,7 +26,8 @@ from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable, sorted_items
+from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable, ZipIteratorVariable,
+                    sorted_items)
 from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
@@ -225,14 +226,11 @@ class BuiltinVariable(VariableTracker):
 
     def call_enumerate(self, tx, seq, start=None):
         first = start.as_python_constant() if start is not None else 0
-        return ListIteratorVariable(TupleVariable([ConstantVariable(i), item])
-                                    for i, item in enumerate(seq.unpack_var_sequence(tx), first))
+        return ZipIteratorVariable([self.call_iter(tx, seq)], start=first)
 
     def call_zip(self, tx, *seqs, strict=None):
-        columns = [s.unpack_var_sequence(tx) for s in seqs]
-        if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-            unsupported("zip(strict=True) of sequences of different lengths (ValueError)")
-        return ListIteratorVariable(TupleVariable(list(row)) for row in zip(*columns))
+        strict = strict is not None and strict.as_python_constant()
+        return ZipIteratorVariable([self.call_iter(tx, s) for s in seqs], strict=strict)
 
     def call_reversed(self, tx, seq):
         return ListIteratorVariable(reversed(seq.unpack_var_sequence(tx)))

@@ -322,3 +322,35 @@ class ListIteratorVariable(VariableTracker):
 
     def python_type(self):
         return type(iter([]))
+
+
+class ZipIteratorVariable(ListIteratorVariable):
+    """``zip(...)`` or ``enumerate(...)``: each item is made when asked for, from the next item
+    of each iterator it pulls from, as in CPython, so that ``zip(it, it)`` pairs consecutive
+    items and ``enumerate(xs)`` sees items appended to ``xs`` during the loop."""
+
+    def __init__(self, iterators, start=None, strict=False):
+        super().__init__([])
+        self.iterators = iterators
+        self.count = start  # enumerate's next index; None for zip
+        self.strict = strict
+
+    def next_item(self):
+        row = []
+        for position, iterator in enumerate(self.iterators):
+            item = iterator.next_item()
+            if item is None:
+                if self.strict and (position > 0 or any(it.next_item() is not None for it in self.iterators[1:])):
+                    unsupported("zip(strict=True) of iterables of different lengths (ValueError)")
+                return None
+            row.append(item)
+        if self.count is not None:
+            row.insert(0, ConstantVariable(self.count))
+            self.count += 1
+        return TupleVariable(row)
+
+    def unpack_var_sequence(self, tx):
+        items = []
+        while (item := self.next_item()) is not None:
+            items.append(item)
+        return items
