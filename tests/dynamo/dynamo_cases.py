@@ -2174,3 +2174,26 @@ def zip_and_enumerate_pull_items_lazily(x):
     rest = iter([5, 6, 7])
     first = list(zip(rest, [0]))  # pulls 5 and 6, keeps (5, 0): 6 is lost
     return pairs, out, first, list(rest), list(enumerate("ab", 1))
+
+
+@case(X)
+def generators_and_map_run_when_items_are_asked_for(x):
+    log = []
+
+    def numbered():
+        log.append("first")
+        yield x
+        log.append("second")  # not reached: only one item is taken
+        yield x * 2
+
+    first = next(numbered())
+    mapped = map(lambda v: log.append(v) or x * v, [1, 2, 3])
+    second = next(mapped)  # map calls its function for one item only
+
+    def counting():  # endless: fine, since only three items are taken
+        i = 0
+        while True:
+            yield x * i
+            i += 1
+
+    return first, second, list(log), [v for v, _ in zip(counting(), range(3))]

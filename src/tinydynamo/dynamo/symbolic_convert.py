@@ -50,6 +50,7 @@ from .variables import (
     ConstantVariable,
     ConstDictVariable,
     ExceptionVariable,
+    GeneratorVariable,
     GetAttrVariable,
     GradModeVariable,
     ListIteratorVariable,
@@ -121,10 +122,14 @@ class InstructionTranslatorBase:
 
     # --- the interpreter loop --------------------------------------------------------------------
 
+    def suspended(self):
+        """Whether the frame paused before its end (a generator at a ``yield``)."""
+        return False
+
     def run(self):
         outer, self.output.current_tx = self.output.current_tx, self
         try:
-            while not self.done:
+            while not self.done and not self.suspended():
                 self.step()
         except Unsupported as e:
             inst = self.current_instruction
@@ -256,6 +261,8 @@ class InstructionTranslatorBase:
         translator = InliningGeneratorInstructionTranslator if code.co_flags & inspect.CO_GENERATOR \
             else InliningInstructionTranslator
         tracer = translator(code, fn.get_globals(), bound, fn.closure_cells(self), self.output, parent=self)
+        if translator is InliningGeneratorInstructionTranslator:
+            return GeneratorVariable(tracer)  # its body runs when items are asked for
         tracer.run()
         return tracer.return_value
 
@@ -1146,21 +1153,31 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
 
 class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
-    """A generator (``x * 2 for x in xs``), run to the end at once: calling it returns an
-    iterator over everything it yielded. Right when the consumer takes every item."""
+    """The body of a generator (``x * 2 for x in xs``), traced lazily: each ``next_value`` runs
+    it from where it paused to its next ``yield``, as CPython resumes a generator."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.generated = []
+        self.yielded = None  # what the last YIELD_VALUE gave, until the next resumption
+
+    def next_value(self):
+        """Run to the next ``yield``: the value yielded, or None once the generator returned."""
+        if self.done:
+            return None
+        self.yielded = None
+        self.run()
+        return self.yielded
+
+    def suspended(self):
+        return self.yielded is not None
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))  # what the first resumption finds on the stack
 
     def YIELD_VALUE(self, inst):
-        self.generated.append(self.pop())
+        self.yielded = self.pop()
         self.push(ConstantVariable(None))  # the value sent back in
 
     def RETURN_VALUE(self, inst):
         self.pop()
-        self.return_value = ListIteratorVariable(self.generated)
         self.done = True

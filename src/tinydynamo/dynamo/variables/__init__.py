@@ -24,7 +24,7 @@ from .functions import (
     UserFunctionVariable,
     UserMethodVariable,
 )
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .lists import BaseListVariable, GeneratorVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import (
     DataClassVariable,
     ExceptionVariable,
@@ -42,7 +42,7 @@ from .torch import GradModeVariable, TorchFunctionVariable
 __all__ = [
     "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
-    "FutureVariable",
+    "FutureVariable", "GeneratorVariable",
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",

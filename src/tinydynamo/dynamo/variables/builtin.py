@@ -26,8 +26,8 @@ from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable, ZipIteratorVariable,
-                    sorted_items)
+from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, MapIteratorVariable, TupleVariable,
+                    ZipIteratorVariable, sorted_items)
 from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
@@ -236,8 +236,7 @@ class BuiltinVariable(VariableTracker):
         return ListIteratorVariable(reversed(seq.unpack_var_sequence(tx)))
 
     def call_map(self, tx, fn, *seqs):
-        rows = zip(*[s.unpack_var_sequence(tx) for s in seqs])
-        return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in rows])
+        return MapIteratorVariable(tx, fn, [self.call_iter(tx, s) for s in seqs])
 
     def call_filter(self, tx, fn, seq):
         keep = []

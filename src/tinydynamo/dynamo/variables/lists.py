@@ -324,13 +324,43 @@ class ListIteratorVariable(VariableTracker):
         return type(iter([]))
 
 
-class ZipIteratorVariable(ListIteratorVariable):
+class LazyIteratorVariable(ListIteratorVariable):
+    """An iterator whose items are made only when asked for (``next_item``), as CPython makes
+    them: what making one does (a call, a side effect) happens in the program's order."""
+
+    def __init__(self):
+        super().__init__([])
+
+    def unpack_var_sequence(self, tx):
+        items = []
+        while (item := self.next_item()) is not None:
+            items.append(item)
+        return items
+
+
+class GeneratorVariable(LazyIteratorVariable):
+    """A generator made by calling a generator function (or a generator expression) in the
+    frame. Its body is traced a piece at a time, up to the next ``yield``, each time an item
+    is asked for."""
+
+    def __init__(self, frame):
+        super().__init__()
+        self.frame = frame  # the InliningGeneratorInstructionTranslator of its body
+
+    def next_item(self):
+        return self.frame.next_value()
+
+    def python_type(self):
+        return types.GeneratorType
+
+
+class ZipIteratorVariable(LazyIteratorVariable):
     """``zip(...)`` or ``enumerate(...)``: each item is made when asked for, from the next item
     of each iterator it pulls from, as in CPython, so that ``zip(it, it)`` pairs consecutive
     items and ``enumerate(xs)`` sees items appended to ``xs`` during the loop."""
 
     def __init__(self, iterators, start=None, strict=False):
-        super().__init__([])
+        super().__init__()
         self.iterators = iterators
         self.count = start  # enumerate's next index; None for zip
         self.strict = strict
@@ -349,8 +379,16 @@ class ZipIteratorVariable(ListIteratorVariable):
             self.count += 1
         return TupleVariable(row)
 
-    def unpack_var_sequence(self, tx):
-        items = []
-        while (item := self.next_item()) is not None:
-            items.append(item)
-        return items
+
+class MapIteratorVariable(LazyIteratorVariable):
+    """``map(fn, *iterables)``: ``fn`` is traced on the next items when an item is asked for."""
+
+    def __init__(self, tx, fn, iterators):
+        super().__init__()
+        self.tx = tx  # the frame that made it, in which the calls are traced
+        self.fn = fn
+        self.rows = ZipIteratorVariable(iterators)
+
+    def next_item(self):
+        row = self.rows.next_item()
+        return None if row is None else self.fn.call_function(self.tx, row.items, {})
