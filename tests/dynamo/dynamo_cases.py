@@ -2197,3 +2197,10 @@ def generators_and_map_run_when_items_are_asked_for(x):
             i += 1
 
     return first, second, list(log), [v for v, _ in zip(counting(), range(3))]
+
+
+@case(X, Y)
+def tensor_data_and_grad_fn(x, w):
+    doubled = x.data * 2
+    w.data.mul_(2)  # in place on the input, through .data
+    return doubled, (x * 3).grad_fn is None, w.data.sum() + x
