@@ -681,3 +681,19 @@ def test_context_managers_written_in_python_are_traced_without_a_break():
     EVENTS.clear()
     assert_same(dynamo.compile(with_user_context_managers, backend="eager", fullgraph=True)(x), expected)
     assert EVENTS == ["enter", "exit", "before", "after"]
+
+
+def float32_inside_autocast_off(x):
+    with torch.autocast(device_type="cpu", enabled=False):  # as Hugging Face's rotary embeddings
+        return (x.float() @ x.float().t()).cos()
+
+
+def test_autocast_that_keeps_the_state_is_traced_and_one_that_switches_it_runs_eagerly():
+    x = torch.randn(4, 4)
+    compiled = dynamo.compile(float32_inside_autocast_off, backend="eager")
+    assert_same(dynamo.compile(float32_inside_autocast_off, backend="eager", fullgraph=True)(x),
+                float32_inside_autocast_off(x))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # now the block switches autocast off
+        expected = float32_inside_autocast_off(x)
+        assert_same(compiled(x), expected)
+        assert tinydynamo.explain(float32_inside_autocast_off)(x).break_reasons[0].frame_ran_eagerly

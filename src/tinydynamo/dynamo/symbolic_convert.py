@@ -45,6 +45,7 @@ from .exc import (BackendCompilerFailed, RestartAnalysis, SkipFrame, TracedExcep
 from .resume_execution import ContinueExecutionCache, live_locals, successors, uses_zero_arg_super
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
+    AutocastVariable,
     BuiltinVariable,
     CellVariable,
     ConstantVariable,
@@ -687,7 +688,7 @@ class InstructionTranslatorBase:
         manager (a class with Python ``__enter__``/``__exit__``, ``@contextlib.contextmanager``)
         is traced like any call: ``__enter__`` now, ``__exit__`` where the block ends."""
         ctx = self.pop()
-        if isinstance(ctx, GradModeVariable):
+        if isinstance(ctx, (GradModeVariable, AutocastVariable)):
             self.push(GetAttrVariable(ctx, "__exit__"))
             self.push(ctx.enter(self))
         elif isinstance(ctx, UserDefinedObjectVariable) and is_python_context_manager(ctx.python_type()):

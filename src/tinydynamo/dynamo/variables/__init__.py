@@ -37,10 +37,10 @@ from .misc import (
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
 from .tensor import SymNodeVariable, SymSliceVariable, TensorVariable
-from .torch import GradModeVariable, TorchFunctionVariable
+from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable
 
 __all__ = [
-    "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
+    "AutocastVariable", "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
     "FutureVariable", "GeneratorVariable",
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",

@@ -29,7 +29,7 @@ from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .nn_module import NewModuleVariable
-from .torch import GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
+from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
@@ -72,6 +72,8 @@ class TypeVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         if self.cls in GradModeVariable.CLASSES:
             return GradModeVariable.create(tx, self.cls, args)
+        if self.cls is torch.autocast:
+            return AutocastVariable.create(args, kwargs)
         if self.cls is functools.partial:
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
