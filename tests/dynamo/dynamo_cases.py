@@ -2204,3 +2204,20 @@ def tensor_data_and_grad_fn(x, w):
     doubled = x.data * 2
     w.data.mul_(2)  # in place on the input, through .data
     return doubled, (x * 3).grad_fn is None, w.data.sum() + x
+
+
+def apply_to_tensors(obj, fn):
+    """A pytree map as libraries write it: ``type(obj)(...)`` rebuilds the container."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(apply_to_tensors(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return type(obj)({k: apply_to_tensors(v, fn) for k, v in obj.items()})
+    return obj
+
+
+@case(X)
+def type_of_a_builtin_container_builds_one(x):
+    doubled = apply_to_tensors({"a": [x, (x + 1, 3)], "b": "s"}, lambda t: t * 2)
+    return doubled, type([x]).__name__, type(collections.OrderedDict(a=x))(b=2)

@@ -201,7 +201,10 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
 
     def call_type(self, tx, obj):
-        return TypeVariable(obj.python_type())
+        cls = obj.python_type()
+        if cls in HANDLERS:  # type(xs)(...) builds a list, a tuple, a dict... as list(...) does
+            return BuiltinVariable(cls)
+        return TypeVariable(cls)
 
     def call_range(self, tx, *args):
         return RangeVariable(fold(range, *[a.as_python_constant() for a in args]))
@@ -337,6 +340,8 @@ class BuiltinVariable(VariableTracker):
         if (name == "fromkeys" and self.fn in DICT_CLASSES) or (
                 name == "from_iterable" and self.fn is itertools.chain):
             return GetAttrVariable(self, name)
+        if name in ("__name__", "__qualname__", "__module__"):
+            return wrap_constant(getattr(self.fn, name, None))
         return super().var_getattr(tx, name)
 
     def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
