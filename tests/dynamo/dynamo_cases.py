@@ -2221,3 +2221,16 @@ def apply_to_tensors(obj, fn):
 def type_of_a_builtin_container_builds_one(x):
     doubled = apply_to_tensors({"a": [x, (x + 1, 3)], "b": "s"}, lambda t: t * 2)
     return doubled, type([x]).__name__, type(collections.OrderedDict(a=x))(b=2)
+
+
+@dataclasses.dataclass
+class Settings:
+    weight: torch.Tensor
+    repeats: int = 3
+
+
+@case(X)
+def dataclasses_replace_and_fields(x):
+    base = Settings(x, 2)
+    more = dataclasses.replace(base, repeats=5)
+    return more.weight * more.repeats - base.weight * base.repeats, [f.name for f in dataclasses.fields(Settings)]
