@@ -8,6 +8,7 @@ import contextlib
 import copy
 import functools
 import itertools
+import logging
 import dataclasses
 
 import pytest
@@ -697,3 +698,24 @@ def test_autocast_that_keeps_the_state_is_traced_and_one_that_switches_it_runs_e
         expected = float32_inside_autocast_off(x)
         assert_same(compiled(x), expected)
         assert tinydynamo.explain(float32_inside_autocast_off)(x).break_reasons[0].frame_ran_eagerly
+
+
+LIBRARY_LOG = logging.getLogger("tinydynamo.tests.library")
+
+
+def logs_at_debug_level(x):
+    LIBRARY_LOG.debug("input of shape %s", tuple(x.shape))
+    return x * 2
+
+
+def test_a_log_call_of_a_disabled_level_is_dropped_until_the_level_is_enabled(caplog):
+    x = torch.randn(3)
+    LIBRARY_LOG.setLevel(logging.WARNING)
+    compiled = dynamo.compile(logs_at_debug_level, backend="eager")
+    assert_same(compiled(x), x * 2)
+    assert tinydynamo.explain(logs_at_debug_level)(x).graph_break_count == 0
+    LIBRARY_LOG.setLevel(logging.DEBUG)  # the guard fails: the call is made again
+    with caplog.at_level(logging.DEBUG, logger=LIBRARY_LOG.name):
+        assert_same(compiled(x), x * 2)
+    assert "input of shape (3,)" in caplog.text
+    LIBRARY_LOG.setLevel(logging.NOTSET)

@@ -225,6 +225,25 @@ def is_method(cls, name):
     return isinstance(inspect.getattr_static(cls, name, None), (types.FunctionType, classmethod, staticmethod))
 
 
+LOGGER_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+                 "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def logger_is_enabled(tx, logger, method):
+    """Whether ``logger.<method>(...)`` would emit anything (True for other methods). Off, the call
+    is dropped, under a guard that the logger is still off for that level."""
+    level = LOGGER_LEVELS.get(method)
+    if level is None or logger.isEnabledFor(level):
+        return True
+
+    def is_enabled():
+        return logger.isEnabledFor(level)
+
+    is_enabled.__qualname__ = f"logging.getLogger({logger.name!r}).isEnabledFor({level})"  # the guard's key
+    tx.output.add_guard(Guard(None, "STATE_QUERY", (is_enabled, False)))
+    return False
+
+
 class UserDefinedObjectVariable(VariableTracker):
     """An instance of a user class (a config object, a helper). Read-only while tracing."""
 
@@ -282,6 +301,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """``dict``'s own read methods on a dict subclass from the caller; a logger's methods
         (a side effect: Python runs them after a graph break, as in Dynamo)."""
         cls = type(self.value)
+        if isinstance(self.value, logging.Logger) and not logger_is_enabled(tx, self.value, name):
+            return ConstantVariable(None)  # log.debug(...) with debug logging off does nothing
         if isinstance(self.value, logging.Logger):
             unsupported(f"logging.Logger.{name}() (a side effect)")
         if isinstance(self.value, dict) and name in DICT_READS and not isinstance(
