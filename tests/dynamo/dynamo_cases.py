@@ -1982,3 +1982,255 @@ class Counter(nn.Module):
 @case(Counter(), X)
 def module_buffer_updated_in_place(counter, x):
     return counter(x)
+
+
+# --- dict, list and builtin methods that programs from outside use -----------------------------
+
+
+@case(X)
+def dict_del_popitem_clear_and_merge(x):
+    d = {"a": x, "b": x + 1, "c": 2}
+    del d["a"]
+    key, value = d.popitem()
+    merged = d | {"z": 3}
+    merged |= {"y": x * 2}
+    first = collections.OrderedDict(p=x, q=1).popitem(last=False)
+    d.clear()
+    return key, value, merged, first, d
+
+
+@case(X)
+def list_sort_and_remove(x):
+    order = [3, 1, 2]
+    order.sort(reverse=True)
+    order.remove(2)
+    rows = [(2, x), (0, x * 3), (1, x * 2)]
+    rows.sort(key=lambda row: row[0])
+    return order, rows
+
+
+@case(X)
+def min_max_with_a_key(x):
+    pairs = [(1, "b"), (3, "a"), (3, "c")]
+    return x * max(pairs, key=lambda p: p[0])[0] + min(pairs, key=lambda p: p[1])[0] + max([], default=5)
+
+
+class Box:
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+
+@case(X, Box())
+def setattr_builtin(x, box):
+    setattr(box, "scale", 3.0)
+    local = Box()
+    setattr(local, "scale", 4.0)
+    return x * box.scale + local.scale
+
+
+# --- operators a user's class defines -----------------------------------------------------------
+
+
+class Vector:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return Vector(self.t + other.t)
+
+    def __mul__(self, k):
+        return Vector(self.t * k)
+
+    def __rmul__(self, k):
+        return Vector(self.t * k * 10)
+
+    def __neg__(self):
+        return Vector(-self.t)
+
+    def __iadd__(self, other):
+        self.t = self.t + other.t * 100
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, Vector)
+
+
+@case(X)
+def operators_of_a_user_class(x):
+    v = Vector(x) + Vector(x)
+    u = 2 * v * 3  # __rmul__, then __mul__
+    w = -u
+    w += Vector(x)  # __iadd__, not __add__
+    return w.t, v == u, v != 3  # != negates __eq__
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+
+
+@dataclasses.dataclass(order=True)
+class Rank:
+    level: int
+
+
+@case(X)
+def dataclass_methods_and_comparisons(x):
+    p = Point(1.0, 2.0)
+    return x * p.norm2(), p == Point(1.0, 2.0), p != Point(1.0, 3.0), Rank(1) < Rank(2)
+
+
+class Level(enum.Enum):
+    LOW = 1
+    HIGH = 2
+
+
+@case(X)
+def enum_class_iterated_and_looked_up(x):
+    return x + sum(level.value for level in Level) + Level(2).value * 10 + Level["LOW"].value * 100 + len(Level)
+
+
+@case(X)
+def itertools_finite_iterators(x):
+    totals = list(itertools.accumulate([x, x, 2]))
+    products = list(itertools.accumulate([1, 2, 3], operator.mul, initial=2))
+    steps = [b - a for a, b in itertools.pairwise([x, x * 2, x * 4])]
+    scaled = list(itertools.starmap(operator.mul, [(x, 2), (x, 3)]))
+    prefix = list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1])) + list(itertools.dropwhile(lambda v: v < 3, [1, 2, 3, 1]))
+    evens = list(itertools.filterfalse(lambda v: v % 2, range(6)))
+    return totals, products, steps, scaled, prefix, evens, [x * k for k in itertools.repeat(2, 3)]
+
+
+@case(X, Box())
+def operator_itemgetter_and_attrgetter(x, box):
+    rows = sorted([(2, "b"), (1, "a")], key=operator.itemgetter(0))
+    first_and_last = operator.itemgetter(0, -1)([x, 1, x * 2])
+    return rows, first_and_last, operator.attrgetter("scale")(box) * x, operator.attrgetter("shape")(x)
+
+
+class Scales(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = nn.ParameterList([nn.Parameter(torch.randn(5)) for _ in range(3)])
+
+    def forward(self, x):
+        for scale in self.scales:
+            x = x * scale
+        return x + self.scales[-1] + len(self.scales)
+
+
+@case(seeded(Scales), X)
+def module_parameter_list(model, x):
+    return model(x)
+
+
+def add_one_to_the_input(module, args):
+    return (args[0] + 1,)
+
+
+def triple_the_input(module, args):
+    return args[0] * 3  # not a tuple: the single argument
+
+
+def double_the_output(module, args, output):
+    return output * 2
+
+
+def observe_only(module, args, output):
+    return None
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 5)
+        self.lin.register_forward_pre_hook(add_one_to_the_input)
+        self.lin.register_forward_pre_hook(triple_the_input)
+        self.lin.register_forward_hook(double_the_output)
+        self.lin.register_forward_hook(observe_only)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+@case(seeded(Hooked), X)
+def module_forward_hooks(model, x):
+    return model(x)
+
+
+@case(X)
+def zip_and_enumerate_pull_items_lazily(x):
+    numbers = iter([1, 2, 3, 4])
+    pairs = list(zip(numbers, numbers))  # consecutive items
+    rows, out = [x, x], []
+    for i, row in enumerate(rows):
+        if i == 0:
+            rows.append(row + 1)  # seen by the loop, as in CPython
+        out.append(row * i)
+    rest = iter([5, 6, 7])
+    first = list(zip(rest, [0]))  # pulls 5 and 6, keeps (5, 0): 6 is lost
+    return pairs, out, first, list(rest), list(enumerate("ab", 1))
+
+
+@case(X)
+def generators_and_map_run_when_items_are_asked_for(x):
+    log = []
+
+    def numbered():
+        log.append("first")
+        yield x
+        log.append("second")  # not reached: only one item is taken
+        yield x * 2
+
+    first = next(numbered())
+    mapped = map(lambda v: log.append(v) or x * v, [1, 2, 3])
+    second = next(mapped)  # map calls its function for one item only
+
+    def counting():  # endless: fine, since only three items are taken
+        i = 0
+        while True:
+            yield x * i
+            i += 1
+
+    return first, second, list(log), [v for v, _ in zip(counting(), range(3))]
+
+
+@case(X, Y)
+def tensor_data_and_grad_fn(x, w):
+    doubled = x.data * 2
+    w.data.mul_(2)  # in place on the input, through .data
+    return doubled, (x * 3).grad_fn is None, w.data.sum() + x
+
+
+def apply_to_tensors(obj, fn):
+    """A pytree map as libraries write it: ``type(obj)(...)`` rebuilds the container."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(apply_to_tensors(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return type(obj)({k: apply_to_tensors(v, fn) for k, v in obj.items()})
+    return obj
+
+
+@case(X)
+def type_of_a_builtin_container_builds_one(x):
+    doubled = apply_to_tensors({"a": [x, (x + 1, 3)], "b": "s"}, lambda t: t * 2)
+    return doubled, type([x]).__name__, type(collections.OrderedDict(a=x))(b=2)
+
+
+@dataclasses.dataclass
+class Settings:
+    weight: torch.Tensor
+    repeats: int = 3
+
+
+@case(X)
+def dataclasses_replace_and_fields(x):
+    base = Settings(x, 2)
+    more = dataclasses.replace(base, repeats=5)
+    return more.weight * more.repeats - base.weight * base.repeats, [f.name for f in dataclasses.fields(Settings)]

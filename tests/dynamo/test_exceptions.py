@@ -99,3 +99,64 @@ def raises_past_its_handler(x, table):
 def test_an_exception_no_handler_catches_is_raised_as_in_eager():
     with pytest.raises(KeyError):
         dynamo.compile(raises_past_its_handler, backend="eager")(torch.randn(3), {})
+
+
+def next_past_the_end_is_caught(x):
+    items = iter([x])
+    first = next(items)
+    try:
+        next(items)
+    except StopIteration:
+        return first - 1
+    return first
+
+
+def test_the_stop_iteration_of_next_can_be_caught():
+    check(next_past_the_end_is_caught, torch.randn(3))
+
+
+class ShapeError(Exception):
+    pass
+
+
+def check_positive(v):
+    if v < 0:
+        raise ValueError("negative")
+    return v
+
+
+def raises_and_catches_in_the_frame(x):
+    try:
+        raise ValueError("bad")
+    except ValueError as e:
+        x = x + len(str(e))
+    try:
+        raise ShapeError
+    except ShapeError:
+        x = x * 2
+    try:
+        return x * check_positive(-1)  # raised in an inlined call
+    except ValueError:
+        return x - 1
+
+
+def raise_from_and_reraise(x):
+    try:
+        try:
+            {}["key"]
+        except KeyError as e:
+            raise ValueError("v") from e
+    except ValueError as e:
+        x = x + isinstance(e.__cause__, KeyError) + 2 * isinstance(e.__context__, KeyError)
+    try:
+        try:
+            raise ShapeError("a")
+        except ShapeError:
+            raise
+    except Exception as e:
+        return x + len(e.args)
+
+
+@pytest.mark.parametrize("fn", [raises_and_catches_in_the_frame, raise_from_and_reraise])
+def test_raise_statements_caught_in_the_traced_frames_are_traced(fn):
+    check(fn, torch.randn(3))

@@ -335,10 +335,15 @@ def test_a_frame_traced_under_no_grad_is_guarded_on_grad_mode(capsys):
     assert outside[1:] == (False, True) and stats()["recompiles"] >= 1
 
 
+def print_and_raise():
+    print("raising")
+    raise RuntimeError("boom")
+
+
 def catches(x):
     try:
         y = x * 2
-        raise_runtime_error()
+        print_and_raise()
     except RuntimeError:
         y = x - 1
     return y
@@ -346,7 +351,7 @@ def catches(x):
 
 def test_a_break_inside_a_try_block_runs_the_frame_eagerly_and_the_handler_works():
     explanation = dynamo.explain(catches)(torch.ones(2))
-    reason = explanation.break_reasons[0]  # (the next: raise_runtime_error, compiled on its own)
+    reason = explanation.break_reasons[0]  # (the next: print_and_raise, compiled on its own)
     assert "try block" in reason.reason and reason.frame_ran_eagerly
     torch.testing.assert_close(dynamo.compile(catches, backend="eager")(torch.ones(2)), torch.zeros(2))
 

@@ -529,3 +529,12 @@ def test_recompile_log_names_the_failed_guard():
         tinydynamo.set_logs("")
     assert "recompiling add_one" in err.getvalue()
     assert "x.shape == (3,)" in err.getvalue() and "TENSOR_MATCH L['x']" in err.getvalue()
+
+
+def test_a_forward_hook_registered_after_compiling_recompiles():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    compiled = tinydynamo.compile(model, backend="eager")
+    x = torch.randn(2, 4)
+    compiled(x)
+    model[0].register_forward_hook(lambda module, args, output: output + 100)
+    torch.testing.assert_close(compiled(x), model(x))

@@ -4,9 +4,11 @@ functions, objects that override attribute lookup, dataclasses built in the fram
 runs eagerly and compiled on fresh inputs, and compares results, mutated inputs and graph breaks
 with eager and with torch._dynamo."""
 import collections
+import contextlib
 import copy
 import functools
 import itertools
+import logging
 import dataclasses
 
 import pytest
@@ -586,3 +588,134 @@ def test_a_module_cast_to_its_own_dtype_is_the_same_module():
     assert_same(compiled(x), router(x))
     assert router.classifier.weight.dtype == torch.float64
     assert "casts its tensors" in tinydynamo.explain(Router().double())(x).break_reasons[0].reason
+
+
+def writes_through_one_name_reads_through_the_other(x, a, b):
+    a.scale = 5.0
+    return x * b.scale
+
+
+def test_an_object_passed_twice_is_one_object():
+    x = torch.randn(3)
+    box = Box()
+    assert_same(dynamo.compile(writes_through_one_name_reads_through_the_other, backend="eager")(x, box, box), x * 5)
+    assert box.scale == 5.0
+    assert_same(dynamo.compile(writes_through_one_name_reads_through_the_other, backend="eager")(x, Box(), Box()), x * 2)
+
+
+class Entered:
+    def __init__(self):
+        self.depth = 0
+
+    def __enter__(self):
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+        return False
+
+
+def writes_through_an_alias_after_a_break(x):
+    box = Box()
+    alias = box
+    print("a graph break")  # the resume function receives `box` and `alias`: one object
+    alias.scale = 5.0
+    return x * box.scale
+
+
+def test_an_object_is_one_object_across_a_graph_break():
+    x = torch.randn(3)
+    assert_same(dynamo.compile(writes_through_an_alias_after_a_break, backend="eager")(x), x * 5)
+
+
+def hasattr_on_an_object_made_in_the_frame(x):
+    box = Box(3.0)
+    box.extra = 1.0
+    return (x + hasattr(box, "scale") + 2 * hasattr(box, "missing") + getattr(box, "extra", 10.0)
+            + getattr(box, "absent", 100.0))
+
+
+def test_hasattr_and_getattr_see_the_attributes_of_an_object_made_in_the_frame():
+    x = torch.randn(3)
+    compiled = dynamo.compile(hasattr_on_an_object_made_in_the_frame, backend="eager", fullgraph=True)
+    assert_same(compiled(x), hasattr_on_an_object_made_in_the_frame(x))
+
+
+EVENTS = []
+
+
+class Recorded:
+    """A context manager with side effects on a global, and none on itself."""
+
+    def __enter__(self):
+        EVENTS.append("enter")
+        return self
+
+    def __exit__(self, *exc):
+        EVENTS.append("exit")
+
+
+@contextlib.contextmanager
+def doubled(x):
+    EVENTS.append("before")
+    yield x * 2
+    EVENTS.append("after")
+
+
+def with_user_context_managers(x):
+    with Entered() as ctx:
+        y = x * (ctx.depth + 1)
+    with Recorded():
+        y = y.sin()
+    with doubled(y) as z:
+        y = z + 1
+    with contextlib.nullcontext():
+        return y + ctx.depth
+
+
+def test_context_managers_written_in_python_are_traced_without_a_break():
+    x = torch.randn(3)
+    EVENTS.clear()
+    expected = with_user_context_managers(x)
+    assert EVENTS == ["enter", "exit", "before", "after"]
+    EVENTS.clear()
+    assert_same(dynamo.compile(with_user_context_managers, backend="eager", fullgraph=True)(x), expected)
+    assert EVENTS == ["enter", "exit", "before", "after"]
+
+
+def float32_inside_autocast_off(x):
+    with torch.autocast(device_type="cpu", enabled=False):  # as Hugging Face's rotary embeddings
+        return (x.float() @ x.float().t()).cos()
+
+
+def test_autocast_that_keeps_the_state_is_traced_and_one_that_switches_it_runs_eagerly():
+    x = torch.randn(4, 4)
+    compiled = dynamo.compile(float32_inside_autocast_off, backend="eager")
+    assert_same(dynamo.compile(float32_inside_autocast_off, backend="eager", fullgraph=True)(x),
+                float32_inside_autocast_off(x))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # now the block switches autocast off
+        expected = float32_inside_autocast_off(x)
+        assert_same(compiled(x), expected)
+        assert tinydynamo.explain(float32_inside_autocast_off)(x).break_reasons[0].frame_ran_eagerly
+
+
+LIBRARY_LOG = logging.getLogger("tinydynamo.tests.library")
+
+
+def logs_at_debug_level(x):
+    LIBRARY_LOG.debug("input of shape %s", tuple(x.shape))
+    return x * 2
+
+
+def test_a_log_call_of_a_disabled_level_is_dropped_until_the_level_is_enabled(caplog):
+    x = torch.randn(3)
+    LIBRARY_LOG.setLevel(logging.WARNING)
+    compiled = dynamo.compile(logs_at_debug_level, backend="eager")
+    assert_same(compiled(x), x * 2)
+    assert tinydynamo.explain(logs_at_debug_level)(x).graph_break_count == 0
+    LIBRARY_LOG.setLevel(logging.DEBUG)  # the guard fails: the call is made again
+    with caplog.at_level(logging.DEBUG, logger=LIBRARY_LOG.name):
+        assert_same(compiled(x), x * 2)
+    assert "input of shape (3,)" in caplog.text
+    LIBRARY_LOG.setLevel(logging.NOTSET)

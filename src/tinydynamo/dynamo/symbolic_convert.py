@@ -41,15 +41,17 @@ from . import trace_rules
 from .codegen import PyCodegen
 from .. import config
 from .exc import (BackendCompilerFailed, RestartAnalysis, SkipFrame, TracedException, Unsupported, internal_error,
-                  unsupported)
+                  raise_at_trace_time, unsupported)
 from .resume_execution import ContinueExecutionCache, live_locals, successors, uses_zero_arg_super
 from .source import AttrSource, ClosureSource, GlobalSource, LocalSource
 from .variables import (
+    AutocastVariable,
     BuiltinVariable,
     CellVariable,
     ConstantVariable,
     ConstDictVariable,
     ExceptionVariable,
+    GeneratorVariable,
     GetAttrVariable,
     GradModeVariable,
     ListIteratorVariable,
@@ -62,7 +64,9 @@ from .variables import (
     SymNodeVariable,
     SymSliceVariable,
     TupleVariable,
+    TypeVariable,
     UnboundVariable,
+    UserDefinedObjectVariable,
     VariableBuilder,
     wrap_constant,
 )
@@ -89,6 +93,12 @@ def decoded(code):
     return tuple(decode(code))
 
 
+def is_python_context_manager(cls):
+    """Whether ``cls`` defines ``__enter__`` and ``__exit__`` as Python functions."""
+    return all(isinstance(inspect.getattr_static(cls, name, None), types.FunctionType)
+               for name in ("__enter__", "__exit__"))
+
+
 class InstructionTranslatorBase:
     def __init__(self, code, f_globals, symbolic_locals, closure_cells, output, parent=None):
         self.code = code
@@ -108,14 +118,19 @@ class InstructionTranslatorBase:
         self.current_instruction = None
         self.kw_names = ()
         self.exc_info = []  # the exceptions being handled (PUSH_EXC_INFO), innermost last
+        self.user_with_blocks = {}  # id of the __exit__ of a Python context manager -> (it, its BEFORE_WITH)
         self.done = False
 
     # --- the interpreter loop --------------------------------------------------------------------
 
+    def suspended(self):
+        """Whether the frame paused before its end (a generator at a ``yield``)."""
+        return False
+
     def run(self):
         outer, self.output.current_tx = self.output.current_tx, self
         try:
-            while not self.done:
+            while not self.done and not self.suspended():
                 self.step()
         except Unsupported as e:
             inst = self.current_instruction
@@ -247,6 +262,8 @@ class InstructionTranslatorBase:
         translator = InliningGeneratorInstructionTranslator if code.co_flags & inspect.CO_GENERATOR \
             else InliningInstructionTranslator
         tracer = translator(code, fn.get_globals(), bound, fn.closure_cells(self), self.output, parent=self)
+        if translator is InliningGeneratorInstructionTranslator:
+            return GeneratorVariable(tracer)  # its body runs when items are asked for
         tracer.run()
         return tracer.return_value
 
@@ -357,7 +374,10 @@ class InstructionTranslatorBase:
         obj.store_attr(self, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
-        unsupported(f"deleting attribute {inst.argval!r} (a side effect)")
+        obj = self.pop()
+        if not hasattr(obj, "delete_attr"):
+            unsupported(f"deleting attribute {inst.argval!r} of {obj} (a side effect)")
+        obj.delete_attr(self, inst.argval)
 
     def BINARY_SUBSCR(self, inst):
         index = self.pop()
@@ -664,11 +684,21 @@ class InstructionTranslatorBase:
     # --- with blocks ----------------------------------------------------------------------------
 
     def BEFORE_WITH(self, inst):
+        """Push the block's ``__exit__``, then what ``__enter__`` returns. A user's context
+        manager (a class with Python ``__enter__``/``__exit__``, ``@contextlib.contextmanager``)
+        is traced like any call: ``__enter__`` now, ``__exit__`` where the block ends."""
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
-        self.push(GetAttrVariable(ctx, "__exit__"))
-        self.push(ctx.enter(self))
+        if isinstance(ctx, (GradModeVariable, AutocastVariable)):
+            self.push(GetAttrVariable(ctx, "__exit__"))
+            self.push(ctx.enter(self))
+        elif isinstance(ctx, UserDefinedObjectVariable) and is_python_context_manager(ctx.python_type()):
+            exit_fn = ctx.var_getattr(self, "__exit__")
+            self.user_with_blocks[id(exit_fn)] = (exit_fn, inst)
+            self.push(exit_fn)
+            self.push(ctx.var_getattr(self, "__enter__").call_function(self, [], {}))
+        else:
+            unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled and "
+                        f"context managers written in Python)")
 
     # --- what only happens when something raises, or is not traced ----------------------------
 
@@ -691,7 +721,25 @@ class InstructionTranslatorBase:
         raise self.pop().error
 
     def RAISE_VARARGS(self, inst):
-        unsupported("a raise statement is reached at trace time (the frame would raise)")
+        """``raise`` of an exception made in the frame: raised at trace time, so that a ``try``
+        around it (in this frame or an inlining caller) runs its handler; uncaught, the graph
+        breaks and Python raises it. ``raise`` alone re-raises the one being handled."""
+        if inst.arg == 0:
+            if not self.exc_info:
+                unsupported("a bare raise with no exception being handled (RuntimeError)")
+            raise self.exc_info[-1].error
+        cause = self.pop() if inst.arg == 2 else None
+        exception = self.pop()
+        if isinstance(exception, BuiltinVariable) or (
+                isinstance(exception, TypeVariable) and issubclass(exception.cls, BaseException)):
+            exception = exception.call_function(self, [], {})  # `raise ValueError`
+        if not isinstance(exception, ExceptionVariable):
+            unsupported(f"raising {exception}")
+        if self.exc_info and self.exc_info[-1].exception is not exception.exception:  # raised in a handler
+            exception.exception.__context__ = self.exc_info[-1].exception
+        if cause is not None:
+            exception.exception.__cause__ = cause.exception if isinstance(cause, ExceptionVariable) else None
+        raise_at_trace_time(exception.exception)
 
     def LOAD_ASSERTION_ERROR(self, inst):
         unsupported("an assert fails at trace time")
@@ -785,12 +833,23 @@ class InstructionTranslator(InstructionTranslatorBase):
                 raise
             # The break goes where the error was first raised, not where a handler re-raised it;
             # for a future that escapes, at its torch.jit.fork.
-            inst = reason.first_seen.get(self, self.current_instruction)
+            inst = self.outside_user_with_blocks(reason.first_seen.get(self, self.current_instruction))
             reason.add_frame(self.code.co_filename, inst.positions.lineno, self.code.co_name)
             why_not = self.why_no_graph_break(inst)
             if why_not is not None:
                 raise cannot_break(reason, why_not) from None
             raise RestartAnalysis(self.indexof[inst], reason) from None
+
+    def outside_user_with_blocks(self, inst):
+        """``inst``; or, inside the ``with`` block of a context manager written in Python, which a
+        graph break cannot cut in two, the BEFORE_WITH of the outermost such block: the graph
+        breaks before the block, which runs as Python."""
+        for handler, depth in reversed(self.blocks(inst)):
+            if handler.opname != "WITH_EXCEPT_START" or not 0 < depth <= len(self.stack):
+                continue
+            if id(self.stack[depth - 1]) in self.user_with_blocks:
+                return self.user_with_blocks[id(self.stack[depth - 1])][1]
+        return inst
 
     def why_no_graph_break(self, inst):
         """Why the graph cannot be broken at ``inst`` (the frame then runs eagerly), or None."""
@@ -1095,21 +1154,31 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
 
 class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
-    """A generator (``x * 2 for x in xs``), run to the end at once: calling it returns an
-    iterator over everything it yielded. Right when the consumer takes every item."""
+    """The body of a generator (``x * 2 for x in xs``), traced lazily: each ``next_value`` runs
+    it from where it paused to its next ``yield``, as CPython resumes a generator."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.generated = []
+        self.yielded = None  # what the last YIELD_VALUE gave, until the next resumption
+
+    def next_value(self):
+        """Run to the next ``yield``: the value yielded, or None once the generator returned."""
+        if self.done:
+            return None
+        self.yielded = None
+        self.run()
+        return self.yielded
+
+    def suspended(self):
+        return self.yielded is not None
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))  # what the first resumption finds on the stack
 
     def YIELD_VALUE(self, inst):
-        self.generated.append(self.pop())
+        self.yielded = self.pop()
         self.push(ConstantVariable(None))  # the value sent back in
 
     def RETURN_VALUE(self, inst):
         self.pop()
-        self.return_value = ListIteratorVariable(self.generated)
         self.done = True

@@ -24,7 +24,7 @@ from .functions import (
     UserFunctionVariable,
     UserMethodVariable,
 )
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .lists import BaseListVariable, GeneratorVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .misc import (
     DataClassVariable,
     ExceptionVariable,
@@ -37,12 +37,12 @@ from .misc import (
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
 from .tensor import SymNodeVariable, SymSliceVariable, TensorVariable
-from .torch import GradModeVariable, TorchFunctionVariable
+from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable
 
 __all__ = [
-    "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
+    "AutocastVariable", "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
-    "FutureVariable",
+    "FutureVariable", "GeneratorVariable",
     "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",

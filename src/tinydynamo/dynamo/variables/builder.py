@@ -63,6 +63,19 @@ def original_function(value):
     return None
 
 
+def is_mutable_object(value):
+    """A value whose changes the trace records on its tracker: a list, a dict, or an instance of
+    a user's class (attribute stores). Modules, functions, classes and enum members are
+    guarded by identity and never copied, so they need no such care."""
+    if type(value) in (list, dict):
+        return True
+    return type(value).__module__ != "builtins" and not isinstance(value, IMMUTABLE_OR_BY_ID)
+
+
+IMMUTABLE_OR_BY_ID = (torch.Tensor, torch.nn.Module, enum.Enum, type, types.ModuleType, types.FunctionType,
+                      types.MethodType, types.BuiltinFunctionType, functools.partial, tuple, GradModeExit)
+
+
 class VariableBuilder:
     def __init__(self, tx, source):
         self.tx = tx
@@ -72,15 +85,17 @@ class VariableBuilder:
         cache = self.tx.output.variable_cache
         if self.source is not None and self.source in cache:
             return cache[self.source]
-        var = self.same_container(value) or self.wrap(value)
+        var = self.same_object(value) or self.wrap(value)
         if self.source is not None:
             cache[self.source] = var
         return var
 
-    def same_container(self, value):
-        """A list or dict reached again through another source (``ys = xs`` before a graph break
-        passed both to the resume function) is the same tracker, guarded to stay one object."""
-        if type(value) not in (list, dict) or self.source is None:
+    def same_object(self, value):
+        """A list, dict or user object reached again through another source (``ys = xs`` before
+        a graph break passed both to the resume function; ``f(o, o)``) is the same tracker,
+        guarded to stay one object, so that a change made through one name is seen through the
+        other."""
+        if not is_mutable_object(value) or self.source is None:
             return None
         containers = self.tx.output.containers_by_id
         if id(value) not in containers:

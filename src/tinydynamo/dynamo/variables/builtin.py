@@ -16,17 +16,19 @@ import functools
 import inspect
 import itertools
 import operator
+import types
 
 import torch
 
-from ..exc import Unsupported, unsupported
+from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .misc import SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, MapIteratorVariable, TupleVariable,
+                    ZipIteratorVariable, sorted_items)
+from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, sym_operator, trace_op
@@ -40,6 +42,28 @@ BINARY_OPERATORS = {
     operator.irshift,
 }
 UNARY_OPERATORS = {operator.neg, operator.pos, operator.invert, operator.abs, abs}
+# The methods a user's class defines an operator with: the left operand's, then the right one's.
+DUNDER_METHODS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"), operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
+    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+    operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
+    operator.abs: ("__abs__", None), abs: ("__abs__", None),
+}
+# ``a += b``: ``a.__iadd__(b)`` if a's class defines it, else ``a = a + b``.
+INPLACE_OPERATORS = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
 # Builtins without side effects: called right away when all their arguments are constants.
 PURE_BUILTINS = {
     abs, all, any, bin, bool, chr, complex, divmod, float, format, hash, hex, int, len, max, min, oct,
@@ -47,7 +71,7 @@ PURE_BUILTINS = {
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", id: "id()", open: "open()",
-                        input: "input()", setattr: "setattr()", delattr: "delattr()",
+                        input: "input()", delattr: "delattr()",
                         globals: "globals()", locals: "locals()", vars: "vars()", exec: "exec()",
                         eval: "eval()"}
 
@@ -74,6 +98,10 @@ class BuiltinVariable(VariableTracker):
                 unsupported(f"builtin {self.fn.__name__}() with {len(args)} positional and "
                             f"{len(kwargs)} keyword argument(s)")
             return handler(tx, *args, **kwargs)
+        if isinstance(self.fn, type) and issubclass(self.fn, BaseException):
+            return ExceptionVariable.create(self.fn, args, kwargs)
+        if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
+            return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
         if self.foldable(args, kwargs):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
@@ -106,6 +134,9 @@ class BuiltinVariable(VariableTracker):
                 return result
             if self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
                 return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
+        result = user_operator(tx, self.fn, args)
+        if result is not None:
+            return result
         unsupported(f"operator {self.fn.__name__} on {args}")
 
     def call_getitem(self, tx, obj, index):
@@ -154,6 +185,12 @@ class BuiltinVariable(VariableTracker):
             return default
         return obj.var_getattr(tx, name.as_python_constant())
 
+    def call_setattr(self, tx, obj, name, value):
+        if not hasattr(obj, "store_attr"):
+            unsupported(f"setattr() on {obj} (a side effect)")
+        obj.store_attr(tx, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
     def call_hasattr(self, tx, obj, name):
         return ConstantVariable(has_attr(tx, obj, name.as_python_constant()))
 
@@ -164,7 +201,10 @@ class BuiltinVariable(VariableTracker):
             return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
 
     def call_type(self, tx, obj):
-        return TypeVariable(obj.python_type())
+        cls = obj.python_type()
+        if cls in HANDLERS:  # type(xs)(...) builds a list, a tuple, a dict... as list(...) does
+            return BuiltinVariable(cls)
+        return TypeVariable(cls)
 
     def call_range(self, tx, *args):
         return RangeVariable(fold(range, *[a.as_python_constant() for a in args]))
@@ -184,26 +224,22 @@ class BuiltinVariable(VariableTracker):
             unsupported(f"next() of {iterator}")
         item = iterator.next_item()
         if item is None and default is None:
-            unsupported("StopIteration at trace time")
+            raise_at_trace_time(StopIteration())  # a `try` around it may catch it
         return item if item is not None else default
 
     def call_enumerate(self, tx, seq, start=None):
         first = start.as_python_constant() if start is not None else 0
-        return ListIteratorVariable(TupleVariable([ConstantVariable(i), item])
-                                    for i, item in enumerate(seq.unpack_var_sequence(tx), first))
+        return ZipIteratorVariable([self.call_iter(tx, seq)], start=first)
 
     def call_zip(self, tx, *seqs, strict=None):
-        columns = [s.unpack_var_sequence(tx) for s in seqs]
-        if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-            unsupported("zip(strict=True) of sequences of different lengths (ValueError)")
-        return ListIteratorVariable(TupleVariable(list(row)) for row in zip(*columns))
+        strict = strict is not None and strict.as_python_constant()
+        return ZipIteratorVariable([self.call_iter(tx, s) for s in seqs], strict=strict)
 
     def call_reversed(self, tx, seq):
         return ListIteratorVariable(reversed(seq.unpack_var_sequence(tx)))
 
     def call_map(self, tx, fn, *seqs):
-        rows = zip(*[s.unpack_var_sequence(tx) for s in seqs])
-        return ListIteratorVariable([fn.call_function(tx, list(row), {}) for row in rows])
+        return MapIteratorVariable(tx, fn, [self.call_iter(tx, s) for s in seqs])
 
     def call_filter(self, tx, fn, seq):
         keep = []
@@ -223,14 +259,7 @@ class BuiltinVariable(VariableTracker):
         return dict_from(tx, mapping, kwargs)
 
     def call_sorted(self, tx, seq, key=None, reverse=None):
-        """sorted(), with a ``key`` traced on each item; the keys must be constants."""
-        items = seq.unpack_var_sequence(tx)
-        keys = [key.call_function(tx, [item], {}) if key is not None else item for item in items]
-        if not all(k.is_python_constant() for k in keys):
-            unsupported("sorted() by keys that are not constants (tensors compare by value)")
-        order = fold(sorted, range(len(items)), key=lambda i: keys[i].as_python_constant(),
-                     reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
-        return ListVariable([items[i] for i in order])
+        return ListVariable(sorted_items(tx, seq.unpack_var_sequence(tx), key, reverse))
 
     def call_combinations(self, tx, seq, r):
         """itertools.combinations (and permutations below) of the items, as tuples of trackers."""
@@ -247,6 +276,51 @@ class BuiltinVariable(VariableTracker):
         columns = [s.unpack_var_sequence(tx) for s in seqs]
         return ListIteratorVariable(TupleVariable(list(row))
                                     for row in itertools.zip_longest(*columns, fillvalue=fill))
+
+    def call_accumulate(self, tx, seq, func=None, *, initial=None):
+        """itertools.accumulate: the running totals, each step traced like any call of ``func``."""
+        step = func if func is not None else BuiltinVariable(operator.add)
+        totals = [] if initial is None else [initial]
+        for item in seq.unpack_var_sequence(tx):
+            totals.append(item if not totals else step.call_function(tx, [totals[-1], item], {}))
+        return ListIteratorVariable(totals)
+
+    def call_pairwise(self, tx, seq):
+        items = seq.unpack_var_sequence(tx)
+        return ListIteratorVariable(TupleVariable([a, b]) for a, b in zip(items, items[1:]))
+
+    def call_starmap(self, tx, fn, seq):
+        return ListIteratorVariable([fn.call_function(tx, row.unpack_var_sequence(tx), {})
+                                     for row in seq.unpack_var_sequence(tx)])
+
+    def call_takewhile(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        taken = next((i for i, item in enumerate(items) if not predicate.call_function(tx, [item], {}).truthy(tx)),
+                     len(items))
+        return ListIteratorVariable(items[:taken])
+
+    def call_dropwhile(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        dropped = next((i for i, item in enumerate(items) if not predicate.call_function(tx, [item], {}).truthy(tx)),
+                       len(items))
+        return ListIteratorVariable(items[dropped:])
+
+    def call_filterfalse(self, tx, predicate, seq):
+        items = seq.unpack_var_sequence(tx)
+        if predicate.is_python_constant() and predicate.as_python_constant() is None:
+            return ListIteratorVariable(item for item in items if not item.truthy(tx))
+        return ListIteratorVariable(item for item in items if not predicate.call_function(tx, [item], {}).truthy(tx))
+
+    def call_repeat(self, tx, item, times=None):
+        if times is None:
+            unsupported("itertools.repeat() without `times` (an endless iterator)")
+        return ListIteratorVariable([item] * times.as_python_constant())
+
+    def call_itemgetter(self, tx, *keys):
+        return OperatorGetterVariable(operator.itemgetter, [k.as_python_constant() for k in keys])
+
+    def call_attrgetter(self, tx, *names):
+        return OperatorGetterVariable(operator.attrgetter, [n.as_python_constant() for n in names])
 
     def call_islice(self, tx, seq, *bounds):
         items = seq.unpack_var_sequence(tx)
@@ -266,6 +340,8 @@ class BuiltinVariable(VariableTracker):
         if (name == "fromkeys" and self.fn in DICT_CLASSES) or (
                 name == "from_iterable" and self.fn is itertools.chain):
             return GetAttrVariable(self, name)
+        if name in ("__name__", "__qualname__", "__module__"):
+            return wrap_constant(getattr(self.fn, name, None))
         return super().var_getattr(tx, name)
 
     def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
@@ -312,14 +388,21 @@ class BuiltinVariable(VariableTracker):
             total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
         return total
 
-    def call_min(self, tx, *args):
-        return self.min_max(tx, min, args)
+    def call_min(self, tx, *args, key=None, default=None):
+        return self.min_max(tx, min, args, key, default)
 
-    def call_max(self, tx, *args):
-        return self.min_max(tx, max, args)
+    def call_max(self, tx, *args, key=None, default=None):
+        return self.min_max(tx, max, args, key, default)
 
-    def min_max(self, tx, fn, args):
+    def min_max(self, tx, fn, args, key=None, default=None):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if not items and default is not None:
+            return default
+        if key is not None:  # the first item whose traced key is the least (or greatest)
+            keys = [key.call_function(tx, [item], {}) for item in items]
+            if not all(k.is_python_constant() for k in keys):
+                unsupported(f"{fn.__name__}() by keys that are not constants (tensors compare by value)")
+            return items[fold(fn, range(len(items)), key=lambda i: keys[i].as_python_constant())]
         if any(isinstance(i, TensorVariable) for i in items):
             return self.tensor_min_max(tx, fn, items)
         return wrap_constant(fold(fn, [i.as_python_constant() for i in items]))
@@ -365,18 +448,20 @@ class BuiltinVariable(VariableTracker):
 
 # The builtins and operators with a ``call_<name>`` method above.
 HANDLERS = {
-    len, isinstance, getattr, hasattr, callable, type, range, slice, iter, next, enumerate, zip,
+    len, isinstance, getattr, hasattr, setattr, callable, type, range, slice, iter, next, enumerate, zip,
     reversed, map, filter, tuple, list, dict, set, frozenset, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
     inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
-    itertools.islice, collections.OrderedDict, collections.defaultdict,
+    itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
+    itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
+    itertools.repeat, operator.itemgetter, operator.attrgetter,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 def sequence_operator(tx, fn, a, b):
-    """``+``, ``*`` and ``+=`` on tuples and lists; None if they do not apply."""
+    """``+``, ``*`` and ``+=`` on tuples and lists, ``|`` and ``|=`` on dicts; None if they do not apply."""
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) \
             and isinstance(b, BaseListVariable) and a.python_cls is b.python_cls:
         if fn is operator.iadd and isinstance(a, ListVariable):
@@ -387,7 +472,76 @@ def sequence_operator(tx, fn, a, b):
         return type(a)(a.items * b.as_python_constant())
     if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():  # 4 * [x]
         return type(b)(b.items * a.as_python_constant())
+    if fn is operator.or_ and isinstance(a, ConstDictVariable):  # dict merge
+        return a.merged(tx, b)
+    if fn is operator.ior and isinstance(a, ConstDictVariable):
+        a.method_update(tx, b)
+        return a
     return None
+
+
+class OperatorGetterVariable(VariableTracker):
+    """``operator.itemgetter(1)`` or ``operator.attrgetter("a.b")`` made in the frame: constant
+    keys; calling it traces the item or attribute reads."""
+
+    def __init__(self, getter_cls, keys):
+        super().__init__()
+        self.getter_cls = getter_cls
+        self.keys = keys
+
+    def python_type(self):
+        return self.getter_cls
+
+    def as_python_constant(self):
+        return self.getter_cls(*self.keys)
+
+    def call_function(self, tx, args, kwargs):
+        if len(args) != 1 or kwargs:
+            unsupported(f"calling {self.as_python_constant()!r} with {len(args)} arguments (TypeError)")
+        values = [self.read(tx, args[0], key) for key in self.keys]
+        return values[0] if len(values) == 1 else TupleVariable(values)
+
+    def read(self, tx, obj, key):
+        if self.getter_cls is operator.itemgetter:
+            return BuiltinVariable(operator.getitem).call_function(tx, [obj, wrap_constant(key)], {})
+        for name in key.split("."):
+            obj = obj.var_getattr(tx, name)
+        return obj
+
+
+def user_operator(tx, fn, args):
+    """``a + b`` (or ``-a``, ``a < b``, ``a += b``...) where an operand is an object of a user's
+    class that defines the operator in Python: the method is traced, the left operand's first,
+    then, if it is missing or returns NotImplemented, the right operand's reflected one. None if
+    neither applies."""
+    if fn in INPLACE_OPERATORS:
+        result = call_dunder(tx, args[0], f"__{fn.__name__}__", args[1:])
+        if result is not None:
+            return result
+        fn = INPLACE_OPERATORS[fn]
+    if fn not in DUNDER_METHODS:
+        return None
+    name, reflected = DUNDER_METHODS[fn]
+    result = call_dunder(tx, args[0], name, args[1:])
+    if result is None and reflected is not None:
+        result = call_dunder(tx, args[1], reflected, args[:1])
+    if result is None and fn is operator.ne:  # object.__ne__ negates __eq__
+        equal = user_operator(tx, operator.eq, args)
+        result = None if equal is None else BuiltinVariable(operator.not_).call_function(tx, [equal], {})
+    return result
+
+
+def call_dunder(tx, obj, name, args):
+    """``obj.name(*args)`` traced, if obj's class defines ``name`` as a Python function; None if
+    it does not, or if the method returns NotImplemented."""
+    if not isinstance(obj, (UserDefinedObjectVariable, DataClassVariable)):
+        return None
+    if not isinstance(inspect.getattr_static(obj.python_type(), name, None), types.FunctionType):
+        return None
+    result = obj.var_getattr(tx, name).call_function(tx, args, {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
 
 
 def is_same(tx, a, b):
@@ -399,7 +553,7 @@ def is_same(tx, a, b):
         return False
     if all(isinstance(v, (BaseListVariable, ConstDictVariable)) and v.source is not None for v in (a, b)):
         # two lists or dicts from the caller, distinct objects now (else they would be one
-        # tracker: see VariableBuilder.same_container): they must stay distinct
+        # tracker: see VariableBuilder.same_object): they must stay distinct
         tx.output.add_guard(Guard(a.source, "NO_ALIASING", (a.source, b.source)))
         return False
     try:
@@ -424,6 +578,8 @@ def has_attr(tx, obj, name):
     """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
+    if isinstance(obj, (NewObjectVariable, DataClassVariable)):  # made in the frame: its own attributes too
+        return name in obj.attrs or hasattr(obj.python_type(), name)
     try:
         present = hasattr(obj.python_object(), name)
     except Unsupported:

@@ -129,6 +129,31 @@ class ConstDictVariable(VariableTracker):
             raise_at_trace_time(KeyError(k))
         return self.items.pop(k, default)
 
+    def method_delitem(self, tx, key):
+        self.method_pop(tx, key)
+        return ConstantVariable(None)
+
+    def method_clear(self, tx):
+        self.mutable(tx)
+        self.items.clear()
+        return ConstantVariable(None)
+
+    def method_popitem(self, tx, last=None):
+        """The last item (or, for ``OrderedDict.popitem(last=False)``, the first)."""
+        self.mutable(tx)
+        if not self.items:
+            raise_at_trace_time(KeyError("popitem(): dictionary is empty"))
+        from_end = last is None or last.as_python_constant()
+        key = next(reversed(self.items)) if from_end else next(iter(self.items))
+        return TupleVariable([key_tracker(tx, key), self.items.pop(key)])
+
+    def merged(self, tx, other):
+        """``self | other``: a new dict of self's class."""
+        if not isinstance(other, ConstDictVariable):
+            unsupported(f"dict | {other}")
+        return ConstDictVariable({**self.items, **other.items}, dict_cls=self.dict_cls,
+                                 default_factory=self.default_factory)
+
     def method_setdefault(self, tx, key, default=None):
         self.mutable(tx)
         return self.items.setdefault(self.key(tx, key), default or ConstantVariable(None))

@@ -15,6 +15,7 @@ When the frame calls a Python function, Dynamo does not call it: it binds the ar
 ``static_attribute`` is Python's attribute lookup on an object (instance dict, then the class's
 functions, properties, static and class methods), done without running user code.
 """
+import dataclasses
 import functools
 import inspect
 import types
@@ -318,7 +319,8 @@ def static_attribute(tx, obj_var, value, name, source):
         return UserFunctionVariable(attr.__func__)
     if isinstance(attr, classmethod):
         return UserMethodVariable(attr.__func__, tx.build(type(value)))
-    if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and source is not None:
+    if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and (
+            source is not None or isinstance(value, dataclasses.Field)):  # a Field is fixed with its class
         return tx.build(fold(getattr, value, name), source)  # a slot or C field: no user code
     if callable(attr) and obj_var.source is not None:
         return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called

@@ -10,9 +10,20 @@ import types
 
 import torch
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from .base import VariableTracker
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
+
+
+def sorted_items(tx, items, key=None, reverse=None):
+    """The trackers ``items`` in the order ``sorted(..., key=key, reverse=reverse)`` puts them,
+    with ``key`` traced on each item; the keys must be constants."""
+    keys = [key.call_function(tx, [item], {}) if key is not None else item for item in items]
+    if not all(k.is_python_constant() for k in keys):
+        unsupported("sorting by keys that are not constants (tensors compare by value)")
+    order = fold(sorted, range(len(items)), key=lambda i: keys[i].as_python_constant(),
+                 reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
+    return [items[i] for i in order]
 
 
 class BaseListVariable(VariableTracker):
@@ -46,9 +57,14 @@ class BaseListVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         handler = getattr(self, f"method_{name.strip('_')}", None)
-        if handler is None or kwargs:
+        if handler is None:
             unsupported(f"{self.python_cls.__name__}.{name}")
-        return handler(tx, *args)
+        try:
+            inspect.signature(handler).bind(tx, *args, **kwargs)
+        except TypeError:
+            unsupported(f"{self.python_cls.__name__}.{name} with {len(args)} positional and "
+                        f"{len(kwargs)} keyword argument(s)")
+        return handler(tx, *args, **kwargs)
 
     def method_getitem(self, tx, index):
         if not isinstance(index, ConstantVariable):
@@ -62,19 +78,23 @@ class BaseListVariable(VariableTracker):
         return ConstantVariable(len(self.items))
 
     def method_contains(self, tx, value):
-        """``value in seq``: identity first, then ``==``, as CPython compares (a tensor compared
-        by ``==`` with something else would be data-dependent)."""
-        for item in self.items:
+        return ConstantVariable(self.position(value) is not None)
+
+    def position(self, value):
+        """Where ``value`` first is, or None: identity first, then ``==``, as CPython compares
+        for ``in`` and ``list.remove`` (a tensor compared by ``==`` with something else would be
+        data-dependent)."""
+        for i, item in enumerate(self.items):
             if item is value:
-                return ConstantVariable(True)
+                return i
             if item.is_python_constant() and value.is_python_constant():
                 if fold(lambda: item.as_python_constant() == value.as_python_constant()):
-                    return ConstantVariable(True)
+                    return i
             elif item.python_type() is torch.Tensor or value.python_type() is torch.Tensor:
                 unsupported(f"`in` comparing {value} with {item} (== on a tensor is data-dependent)")
             else:
                 unsupported(f"`in` comparing {value} with {item}")
-        return ConstantVariable(False)
+        return None
 
     def method_index(self, tx, value):
         return ConstantVariable(fold(self.as_python_constant().index, value.as_python_constant()))
@@ -154,6 +174,19 @@ class ListVariable(BaseListVariable):
     def method_pop(self, tx, index=None):
         self.mutable(tx)
         return fold(self.items.pop, -1 if index is None else index.as_python_constant())
+
+    def method_remove(self, tx, value):
+        index = self.position(value)
+        if index is None:
+            raise_at_trace_time(ValueError("list.remove(x): x not in list"))
+        self.mutable(tx)
+        del self.items[index]
+        return ConstantVariable(None)
+
+    def method_sort(self, tx, key=None, reverse=None):
+        self.mutable(tx)
+        self.items[:] = sorted_items(tx, self.items, key, reverse)
+        return ConstantVariable(None)
 
     def method_reverse(self, tx):
         self.mutable(tx)
@@ -289,3 +322,73 @@ class ListIteratorVariable(VariableTracker):
 
     def python_type(self):
         return type(iter([]))
+
+
+class LazyIteratorVariable(ListIteratorVariable):
+    """An iterator whose items are made only when asked for (``next_item``), as CPython makes
+    them: what making one does (a call, a side effect) happens in the program's order."""
+
+    def __init__(self):
+        super().__init__([])
+
+    def unpack_var_sequence(self, tx):
+        items = []
+        while (item := self.next_item()) is not None:
+            items.append(item)
+        return items
+
+
+class GeneratorVariable(LazyIteratorVariable):
+    """A generator made by calling a generator function (or a generator expression) in the
+    frame. Its body is traced a piece at a time, up to the next ``yield``, each time an item
+    is asked for."""
+
+    def __init__(self, frame):
+        super().__init__()
+        self.frame = frame  # the InliningGeneratorInstructionTranslator of its body
+
+    def next_item(self):
+        return self.frame.next_value()
+
+    def python_type(self):
+        return types.GeneratorType
+
+
+class ZipIteratorVariable(LazyIteratorVariable):
+    """``zip(...)`` or ``enumerate(...)``: each item is made when asked for, from the next item
+    of each iterator it pulls from, as in CPython, so that ``zip(it, it)`` pairs consecutive
+    items and ``enumerate(xs)`` sees items appended to ``xs`` during the loop."""
+
+    def __init__(self, iterators, start=None, strict=False):
+        super().__init__()
+        self.iterators = iterators
+        self.count = start  # enumerate's next index; None for zip
+        self.strict = strict
+
+    def next_item(self):
+        row = []
+        for position, iterator in enumerate(self.iterators):
+            item = iterator.next_item()
+            if item is None:
+                if self.strict and (position > 0 or any(it.next_item() is not None for it in self.iterators[1:])):
+                    unsupported("zip(strict=True) of iterables of different lengths (ValueError)")
+                return None
+            row.append(item)
+        if self.count is not None:
+            row.insert(0, ConstantVariable(self.count))
+            self.count += 1
+        return TupleVariable(row)
+
+
+class MapIteratorVariable(LazyIteratorVariable):
+    """``map(fn, *iterables)``: ``fn`` is traced on the next items when an item is asked for."""
+
+    def __init__(self, tx, fn, iterators):
+        super().__init__()
+        self.tx = tx  # the frame that made it, in which the calls are traced
+        self.fn = fn
+        self.rows = ZipIteratorVariable(iterators)
+
+    def next_item(self):
+        row = self.rows.next_item()
+        return None if row is None else self.fn.call_function(self.tx, row.items, {})

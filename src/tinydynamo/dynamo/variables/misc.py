@@ -20,7 +20,7 @@ import types
 
 import torch
 
-from ..exc import raise_at_trace_time, unsupported
+from ..exc import TracedException, raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..source import AttrSource, DictGetItemSource
 from .base import GetAttrVariable, VariableTracker
@@ -29,7 +29,7 @@ from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .nn_module import NewModuleVariable
-from .torch import GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
+from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
@@ -51,6 +51,11 @@ def is_plain_class(cls):
             and "__slots__" not in vars(cls))
 
 
+def overrides_construction(cls):
+    """Whether a class of the user's (not Python's) defines ``__init__`` or ``__new__``."""
+    return any("__init__" in vars(k) or "__new__" in vars(k) for k in cls.__mro__ if k.__module__ != "builtins")
+
+
 class TypeVariable(VariableTracker):
     """A class. Classes are constants: ``isinstance(x, torch.Tensor)`` folds at trace time."""
 
@@ -67,12 +72,18 @@ class TypeVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         if self.cls in GradModeVariable.CLASSES:
             return GradModeVariable.create(tx, self.cls, args)
+        if self.cls is torch.autocast:
+            return AutocastVariable.create(args, kwargs)
         if self.cls is functools.partial:
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
         if is_constant_class(self.cls):
             return constant_constructor(self.cls, args, kwargs)
+        if issubclass(self.cls, enum.Enum) and not kwargs and all(a.is_python_constant() for a in args):
+            return tx.build(fold(self.cls, *[a.as_python_constant() for a in args]))  # Color(2): a lookup
+        if issubclass(self.cls, BaseException) and not overrides_construction(self.cls):
+            return ExceptionVariable.create(self.cls, args, kwargs)
         if is_traceable_dataclass(self.cls):
             return DataClassVariable.create(tx, self.cls, args, kwargs)
         if self.cls is collections.deque:
@@ -98,6 +109,22 @@ class TypeVariable(VariableTracker):
         if isinstance(attr, classmethod):
             return UserMethodVariable(attr.__func__, self)
         return tx.build(getattr(self.cls, name), source)
+
+    def is_enum(self):
+        return isinstance(self.cls, type) and issubclass(self.cls, enum.Enum)
+
+    def unpack_var_sequence(self, tx):
+        """``for member in Color``: an enum class, which the ID_MATCH on it fixes, is a constant."""
+        if not self.is_enum():
+            unsupported(f"iterating over {self}")
+        return [tx.build(member) for member in self.cls]
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and self.is_enum() and args[0].is_python_constant():  # Color["RED"]
+            return tx.build(fold(self.cls.__getitem__, args[0].as_python_constant()))
+        if name == "__len__" and self.is_enum():
+            return ConstantVariable(len(self.cls))
+        return super().call_method(tx, name, args, kwargs)
 
     def __repr__(self):
         return f"TypeVariable({self.cls.__qualname__})"
@@ -198,6 +225,25 @@ def is_method(cls, name):
     return isinstance(inspect.getattr_static(cls, name, None), (types.FunctionType, classmethod, staticmethod))
 
 
+LOGGER_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+                 "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def logger_is_enabled(tx, logger, method):
+    """Whether ``logger.<method>(...)`` would emit anything (True for other methods). Off, the call
+    is dropped, under a guard that the logger is still off for that level."""
+    level = LOGGER_LEVELS.get(method)
+    if level is None or logger.isEnabledFor(level):
+        return True
+
+    def is_enabled():
+        return logger.isEnabledFor(level)
+
+    is_enabled.__qualname__ = f"logging.getLogger({logger.name!r}).isEnabledFor({level})"  # the guard's key
+    tx.output.add_guard(Guard(None, "STATE_QUERY", (is_enabled, False)))
+    return False
+
+
 class UserDefinedObjectVariable(VariableTracker):
     """An instance of a user class (a config object, a helper). Read-only while tracing."""
 
@@ -255,6 +301,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """``dict``'s own read methods on a dict subclass from the caller; a logger's methods
         (a side effect: Python runs them after a graph break, as in Dynamo)."""
         cls = type(self.value)
+        if isinstance(self.value, logging.Logger) and not logger_is_enabled(tx, self.value, name):
+            return ConstantVariable(None)  # log.debug(...) with debug logging off does nothing
         if isinstance(self.value, logging.Logger):
             unsupported(f"logging.Logger.{name}() (a side effect)")
         if isinstance(self.value, dict) and name in DICT_READS and not isinstance(
@@ -409,7 +457,8 @@ class DataClassVariable(VariableTracker):
             return self.attrs[name]
         if self.items is not None and name in MODEL_OUTPUT_METHODS:
             return GetAttrVariable(self, name)
-        return static_attribute(tx, self, self.cls, name, None)
+        # looked up on an empty instance, so that a method comes out bound to this one
+        return static_attribute(tx, self, object.__new__(self.cls), name, None)
 
     def store_attr(self, tx, name, value):
         if self.cls.__dataclass_params__.frozen:
@@ -545,6 +594,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
             unsupported(f"assigning {type(self.value).__name__}.{name}, a property or descriptor")
         self.attrs[name] = value
 
+    def delete_attr(self, tx, name):
+        if name not in self.attrs:
+            unsupported(f"deleting {type(self.value).__name__}.{name}, which the object does not have")
+        del self.attrs[name]
+
     def python_object(self):
         unsupported(f"the identity of a {type(self.value).__name__} created inside the frame")
 
@@ -574,6 +628,13 @@ class ExceptionVariable(VariableTracker):
         self.error = error  # the TracedException, re-raised as it is by RERAISE
         self.exception = error.exception
 
+    @staticmethod
+    def create(cls, args, kwargs):
+        """``ValueError("bad")`` in the frame, with constant arguments, about to be raised."""
+        if kwargs or not all(a.is_python_constant() for a in args):
+            unsupported(f"{cls.__name__}() of values that are not constants")
+        return ExceptionVariable(TracedException(cls(*[a.as_python_constant() for a in args])))
+
     def python_type(self):
         return type(self.exception)
 
@@ -583,6 +644,9 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx, name):
         if name == "args":
             return wrap_constant(self.exception.args)
+        if name in ("__cause__", "__context__"):
+            linked = getattr(self.exception, name)
+            return ExceptionVariable(TracedException(linked)) if linked is not None else ConstantVariable(None)
         unsupported(f"attribute {name!r} of a caught {type(self.exception).__name__}")
 
     def __repr__(self):

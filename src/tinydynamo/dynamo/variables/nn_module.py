@@ -8,8 +8,8 @@ built-in nn modules. Each module met is guarded by identity (ID_MATCH); the attr
 forward reads (``self.training``, ``self.eps``...) get their own guards when read.
 
 A module's forward pre-hooks and forward hooks are inlined around ``forward``, as
-``Module._call_impl`` runs them (a DICT_KEYS guard on each hook dict then recompiles when a hook
-is added or removed). Backward hooks and global hooks are Unsupported.
+``Module._call_impl`` runs them; a DICT_KEYS guard on each hook dict, an empty one too, recompiles
+when a hook is added or removed. Backward hooks and global hooks are Unsupported.
 Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, sliced,
 measured and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
@@ -72,12 +72,18 @@ class NNModuleVariable(VariableTracker):
         return static_attribute(tx, self, module, name, source)
 
     def call_function(self, tx, args, kwargs):
+        """``module(*args)`` as ``Module.__call__`` runs it: the forward pre-hooks, which may
+        replace the arguments, ``forward``, then the forward hooks, which may replace the result."""
         module = self.module
         if any(getattr(module, h, None) for h in BACKWARD_HOOKS) or \
                 any(getattr(torch.nn.modules.module, h) for h in GLOBAL_HOOKS):
             unsupported(f"nn.Module backward hooks or global hooks on {type(module).__name__}")
         if "forward" in module.__dict__:
             unsupported(f"{type(module).__name__} instance with its own forward attribute")
+        for hook in self.hooks(tx, "_forward_pre_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                args = result.unpack_var_sequence(tx) if isinstance(result, TupleVariable) else [result]
         forward = type(module).forward
         source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
         args, kwargs = self.forward_pre_hooks(tx, args, kwargs)
@@ -85,12 +91,16 @@ class NNModuleVariable(VariableTracker):
         return self.forward_hooks(tx, args, kwargs, result)
 
     def hooks(self, tx, name):
-        """(hook id, tracker of the hook) for each hook in the module's dict ``name``, in order."""
-        if not getattr(self.module, name):
-            return []
+        """(hook id, tracker of the hook) for each hook in the module's dict ``name``, in order.
+        Its keys are guarded, an empty dict's too: a hook registered after compiling recompiles."""
+        hooks = getattr(self.module, name)
         if self.source is None:
-            unsupported(f"hooks on a {type(self.module).__name__} created inside the frame")
-        return list(tx.build(getattr(self.module, name), AttrSource(self.source, name)).items.items())
+            if hooks:
+                unsupported(f"hooks on a {type(self.module).__name__} created inside the frame")
+            return []
+        source = AttrSource(self.source, name)
+        tx.output.add_guard(Guard(source, "DICT_KEYS", list(hooks)))
+        return [(key, tx.build(hook, GetItemSource(source, key))) for key, hook in hooks.items()]
 
     def forward_pre_hooks(self, tx, args, kwargs):
         """Each pre-hook sees ``(module, args)`` (or ``(module, args, kwargs)``) and may replace them."""
@@ -121,7 +131,7 @@ class NNModuleVariable(VariableTracker):
         module = self.module
         if name == "__len__" and not args:
             return ConstantVariable(self.guarded_len(tx))
-        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict,)):
+        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict, torch.nn.ParameterList)):
             return self.getitem(tx, args[0].as_python_constant())
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
             return self.dict_view(tx, name)
@@ -191,6 +201,8 @@ class NNModuleVariable(VariableTracker):
             self.guarded_keys(tx)
             return tx.build(self.module[key], self.child_source(key))
         index = range(self.guarded_len(tx))[key]  # negative indexes count from the end
+        if isinstance(self.module, torch.nn.ParameterList):  # its parameters are named "0", "1"...
+            return tx.build(self.module[index], GetItemSource(AttrSource(self.source, "_parameters"), str(index)))
         return tx.build(self.module[index], self.child_source(list(self.module._modules)[index]))
 
     def guarded_len(self, tx):
@@ -215,6 +227,8 @@ class NNModuleVariable(VariableTracker):
             return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
         if isinstance(self.module, torch.nn.ModuleDict):
             return [wrap_constant(k) for k in self.guarded_keys(tx)]
+        if isinstance(self.module, torch.nn.ParameterList):
+            return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
         unsupported(f"iterating over a {type(self.module).__name__}")
 
     def truthy(self, tx):

@@ -93,6 +93,10 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(self.device.type == name[3:])
         if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)
             return tx.build(tx.output.real_value(self).grad, AttrSource(self.source, "grad"))
+        if name == "data":  # the same values, cut from autograd (a detach), as torch._dynamo records it
+            return trace_op(tx, "call_function", torch._C._autograd._get_data_attr, [self], {})
+        if name == "grad_fn" and not self.example_value.requires_grad:  # fixed by TENSOR_MATCH and grad mode
+            return ConstantVariable(None)
         if name in UNSUPPORTED_ATTRIBUTES:
             unsupported(f"Tensor.{name}")
         if name == "shape":  # a torch.Size, whose symbolic sizes the graph computes

@@ -16,6 +16,7 @@ A graph break inside such a ``with`` block hands its ``__exit__`` to the resume 
 ``GradModeExit`` (chapter 5).
 """
 import functools
+import inspect
 import types
 
 import numpy as np
@@ -237,6 +238,43 @@ class GradModeVariable(VariableTracker):
         if name != "__exit__":
             unsupported(f"rebuilding attribute {name!r} of a grad mode context manager")
         codegen.load_const(GradModeExit(self.prior))
+
+
+class AutocastVariable(VariableTracker):
+    """``torch.autocast(device_type, dtype=None, enabled=True, ...)`` asking for the autocast
+    state already in force, which the AUTOCAST guard of every graph fixes: a block that changes
+    nothing (Hugging Face's rotary embeddings turn autocast off around their float32 math).
+    Switching autocast on or off inside the frame is Unsupported."""
+
+    def __init__(self, device_type):
+        super().__init__()
+        self.device_type = device_type
+
+    @staticmethod
+    def create(args, kwargs):
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported("torch.autocast() with arguments that are not constants")
+        bound = fold(inspect.signature(torch.autocast.__init__).bind, None, *[a.as_python_constant() for a in args],
+                     **{k: v.as_python_constant() for k, v in kwargs.items()}).arguments
+        device_type, dtype, enabled = bound["device_type"], bound.get("dtype"), bound.get("enabled", True)
+        on = torch.is_autocast_enabled(device_type)
+        if enabled != on or (enabled and dtype is not None and dtype != torch.get_autocast_dtype(device_type)):
+            unsupported(f"torch.autocast({device_type!r}, enabled={enabled}) that switches autocast "
+                        f"{'on' if enabled else 'off'} inside the compiled frame")
+        return AutocastVariable(device_type)
+
+    def enter(self, tx):
+        return ConstantVariable(None)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__exit__":
+            return ConstantVariable(None)
+        unsupported(f"torch.autocast.{name}")
+
+    def var_getattr(self, tx, name):
+        if name == "__exit__":
+            return GetAttrVariable(self, name)
+        unsupported(f"attribute {name!r} of torch.autocast")
 
 
 class GradModeFunctionVariable(VariableTracker):
