@@ -80,10 +80,6 @@ class NNModuleVariable(VariableTracker):
             unsupported(f"nn.Module backward hooks or global hooks on {type(module).__name__}")
         if "forward" in module.__dict__:
             unsupported(f"{type(module).__name__} instance with its own forward attribute")
-        for hook in self.hooks(tx, "_forward_pre_hooks"):
-            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
-            if not (result.is_python_constant() and result.as_python_constant() is None):
-                args = result.unpack_var_sequence(tx) if isinstance(result, TupleVariable) else [result]
         forward = type(module).forward
         source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
         args, kwargs = self.forward_pre_hooks(tx, args, kwargs)
