@@ -364,6 +364,14 @@ def a_transposed_result_keeps_eager_strides(x):
     return x.t() * 2
 
 
+@case(inputs(randn(3, 4)))
+def a_result_mutated_through_its_transpose_keeps_eager_strides(x):
+    y = x.clone()
+    flat = y.view(-1)  # a view of it is an output too: replayed on it, which needs its strides
+    y.t().mul_(2)
+    return y, flat
+
+
 @case(inputs(randn(3, 4, 5), randn(4, 3)))
 def results_keep_eager_strides(x, y):
     return x.permute(2, 0, 1).exp(), x.transpose(0, 1) + 1, y.t() + x[:, :, 0], x[:, ::2].sin()

@@ -68,8 +68,8 @@ class GraphLowering(torch.fx.Interpreter):
         value = super().run_node(node)
         if node.op != "call_function":
             return value
-        if node in self._output_strides and isinstance(value, (ir.Loops, ir.GenericView)):
-            return self.realize(value, self._output_strides[node])
+        if node in self._output_strides:
+            return self.in_output_layout(value, self._output_strides[node])
         if isinstance(value, ir.Reduction):
             return self.realize(value)
         if isinstance(value, ir.Pointwise) and self._should_realize(node, value):
@@ -143,6 +143,17 @@ class GraphLowering(torch.fx.Interpreter):
         layout = ir.Layout(value.get_dtype(), value.get_size(), stride)
         data = ir.in_memory_order(value, memory_order(stride))
         return self.register_buffer(lambda name: ir.ComputedBuffer(name, data, layout))
+
+    def in_output_layout(self, value, stride):
+        """A graph output, laid out in memory as eager lays it out (``stride``): computed in that
+        order, or copied when it is a view of a buffer through other strides (``y.t().mul_(2)``
+        leaves ``y`` a transpose of the product)."""
+        contiguous = _same_strides(value.get_size(), stride, contiguous_strides(value.get_size()))
+        if isinstance(value, ir.ReinterpretView) and not _same_strides(value.get_size(), value.layout.stride, stride):
+            value = ir.Pointwise(value.get_size(), value.get_dtype(), value.make_loader())
+        if isinstance(value, (ir.Loops, ir.GenericView)):
+            return self.realize(value, None if contiguous else stride)
+        return value
 
     def _should_realize(self, node, value):
         if self._needs_buffer[node]:
@@ -247,8 +258,8 @@ def _needs_buffer(graph):
 
 def _original_output_strides(graph, convert):
     """Output node -> the strides eager gives it, where they are a permutation of contiguous
-    strides other than contiguous itself (``x.t() * 2`` is laid out like ``x.t()``): a caller
-    can ``.view`` an output as it can eager's only if they are the same. ``decompose`` records
+    strides (``x.t() * 2`` is laid out like ``x.t()``): a caller can ``.view`` an output as it can
+    eager's only if they are the same. ``decompose`` records
     eager's strides (from the aten graph) as the output node's ``original_output_strides``, the
     name TorchInductor uses."""
     output = next(iter(reversed(graph.nodes)))
@@ -261,7 +272,7 @@ def _original_output_strides(graph, convert):
             continue
         size, stride = convert(tuple(node.meta["val"].shape)), convert(tuple(stride))
         dense = dense_strides(size, memory_order(stride))
-        if _same_strides(size, stride, dense) and not _same_strides(size, dense, contiguous_strides(size)):
+        if _same_strides(size, stride, dense):
             found[node] = dense
     return found
 
