@@ -351,3 +351,30 @@ def test_an_op_returning_a_sparse_tensor_is_a_graph_break(backend):
     assert_same(dynamo.compile(multiplies_by_a_csr_matrix, backend=backend)(*args), multiplies_by_a_csr_matrix(*args))
     reasons = tinydynamo.explain(multiplies_by_a_csr_matrix)(*args).break_reasons
     assert "layout torch.sparse_csr" in reasons[0].reason
+
+
+class Settings:
+    scale = 2.0
+
+
+def test_id_of_an_object_read_from_outside_is_a_constant_under_a_guard():
+    """Libraries key caches by id() (copy.deepcopy's memo, transformers' configs)."""
+    settings = {"current": Settings()}
+    seen = {id(settings["current"]): 3.0}
+
+    def scaled(x):
+        return x * seen.get(id(settings["current"]), 1.0)
+
+    compiled = tinydynamo.compile(scaled, backend="eager")
+    x = torch.randn(4)
+    torch.testing.assert_close(compiled(x), x * 3.0)
+    settings["current"] = Settings()  # another object: another id, the guard sends it to a recompile
+    torch.testing.assert_close(compiled(x), x)
+    assert tinydynamo.explain(scaled)(x).graph_break_count == 0
+
+
+def test_id_of_an_object_made_in_the_frame_breaks_the_graph():
+    def fresh(x):
+        return x + (id(Settings()) > 0)
+
+    assert tinydynamo.explain(fresh)(torch.randn(3)).graph_break_count == 1

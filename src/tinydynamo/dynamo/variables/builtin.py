@@ -9,7 +9,7 @@ decides what ``a + b`` means:
 - containers have their own meaning (tuple + tuple, list * 2, ``x in d``).
 
 The other builtins have a ``call_<name>`` method each. Builtins with side effects (``print``,
-``id``, ``open``...) are Unsupported.
+``open``...) are Unsupported.
 """
 import collections
 import functools
@@ -70,7 +70,7 @@ PURE_BUILTINS = {
     ord, pow, repr, round, sorted, str, sum, tuple, list, dict, range, slice, isinstance, issubclass,
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
-SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", id: "id()", open: "open()",
+SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", open: "open()",
                         input: "input()", delattr: "delattr()",
                         globals: "globals()", locals: "locals()", vars: "vars()", exec: "exec()",
                         eval: "eval()"}
@@ -193,6 +193,16 @@ class BuiltinVariable(VariableTracker):
 
     def call_hasattr(self, tx, obj, name):
         return ConstantVariable(has_attr(tx, obj, name.as_python_constant()))
+
+    def call_id(self, tx, obj):
+        """``id()`` of an object that the frame reads from outside (a config object, a module):
+        a constant, under an ID_MATCH guard that it stays that object. An object that the frame
+        makes has another id on every call: Unsupported."""
+        if obj.source is None:
+            unsupported("id() of an object made in the frame")
+        value = obj.python_object()
+        tx.output.add_guard(Guard(obj.source, "ID_MATCH", value))
+        return ConstantVariable(id(value))
 
     def call_callable(self, tx, obj):
         try:
@@ -455,7 +465,7 @@ HANDLERS = {
     inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
     itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
     itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
-    itertools.repeat, operator.itemgetter, operator.attrgetter,
+    itertools.repeat, operator.itemgetter, operator.attrgetter, id,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
