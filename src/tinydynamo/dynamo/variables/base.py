@@ -11,9 +11,20 @@ installed when it was built (see ``builder.py``), that is, when the bytecode fir
 Trackers are not frozen: a ``ListVariable`` built inside the frame is mutated in place by
 ``append``, exactly as the Python list would be, so aliasing behaves as it does in Python.
 """
+import inspect
 import types
 
 from ..exc import Unsupported, unsupported
+
+
+def call_handler(handler, what, tx, args, kwargs):
+    """``handler(tx, *args, **kwargs)``: the method that models ``what`` (``list.sort``, the builtin
+    ``min()``); arguments that its signature does not take are Unsupported, as they would raise."""
+    try:
+        inspect.signature(handler).bind(tx, *args, **kwargs)
+    except TypeError:
+        unsupported(f"{what} with {len(args)} positional and {len(kwargs)} keyword argument(s)")
+    return handler(tx, *args, **kwargs)
 
 
 class VariableTracker:

@@ -22,7 +22,7 @@ import torch
 
 from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
-from .base import GetAttrVariable, NullVariable, VariableTracker
+from .base import GetAttrVariable, NullVariable, VariableTracker, call_handler
 from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -31,7 +31,7 @@ from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, MapIte
 from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
-from .tensor import SymNodeVariable, TensorVariable, sym_operator, trace_op
+from .tensor import INPLACE_TO_BINARY, SymNodeVariable, TensorVariable, sym_operator, trace_op
 
 BINARY_OPERATORS = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
@@ -55,14 +55,6 @@ DUNDER_METHODS = {
     operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
     operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
     operator.abs: ("__abs__", None), abs: ("__abs__", None),
-}
-# ``a += b``: ``a.__iadd__(b)`` if a's class defines it, else ``a = a + b``.
-INPLACE_OPERATORS = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
-    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
-    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
-    operator.irshift: operator.rshift,
 }
 # Builtins without side effects: called right away when all their arguments are constants.
 PURE_BUILTINS = {
@@ -92,12 +84,7 @@ class BuiltinVariable(VariableTracker):
             return self.call_operator(tx, args)
         if self.fn in HANDLERS:
             handler = getattr(self, f"call_{self.fn.__name__}")
-            try:
-                inspect.signature(handler).bind(tx, *args, **kwargs)
-            except TypeError:
-                unsupported(f"builtin {self.fn.__name__}() with {len(args)} positional and "
-                            f"{len(kwargs)} keyword argument(s)")
-            return handler(tx, *args, **kwargs)
+            return call_handler(handler, f"builtin {self.fn.__name__}()", tx, args, kwargs)
         if isinstance(self.fn, type) and issubclass(self.fn, BaseException):
             return ExceptionVariable.create(self.fn, args, kwargs)
         if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
@@ -524,11 +511,11 @@ def user_operator(tx, fn, args):
     class that defines the operator in Python: the method is traced, the left operand's first,
     then, if it is missing or returns NotImplemented, the right operand's reflected one. None if
     neither applies."""
-    if fn in INPLACE_OPERATORS:
+    if fn in INPLACE_TO_BINARY:
         result = call_dunder(tx, args[0], f"__{fn.__name__}__", args[1:])
         if result is not None:
             return result
-        fn = INPLACE_OPERATORS[fn]
+        fn = INPLACE_TO_BINARY[fn]
     if fn not in DUNDER_METHODS:
         return None
     name, reflected = DUNDER_METHODS[fn]

@@ -11,7 +11,7 @@ import types
 import torch
 
 from ..exc import raise_at_trace_time, unsupported
-from .base import VariableTracker
+from .base import VariableTracker, call_handler
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
 
 
@@ -59,12 +59,7 @@ class BaseListVariable(VariableTracker):
         handler = getattr(self, f"method_{name.strip('_')}", None)
         if handler is None:
             unsupported(f"{self.python_cls.__name__}.{name}")
-        try:
-            inspect.signature(handler).bind(tx, *args, **kwargs)
-        except TypeError:
-            unsupported(f"{self.python_cls.__name__}.{name} with {len(args)} positional and "
-                        f"{len(kwargs)} keyword argument(s)")
-        return handler(tx, *args, **kwargs)
+        return call_handler(handler, f"{self.python_cls.__name__}.{name}", tx, args, kwargs)
 
     def method_getitem(self, tx, index):
         if not isinstance(index, ConstantVariable):
