@@ -120,7 +120,8 @@ def wrap_with(guards_for, categories):
         tracker = reference_wrap(builder, value)
         if builder.source is not None and category(value) in categories:
             # the reference's guards on the value are gone before the learner is asked
-            installed[start:] = [g for g in installed[start:] if g.source != builder.source or g.kind not in VALUE_KINDS]
+            installed[start:] = [g for g in installed[start:]
+                                 if g.source != builder.source or g.kind not in VALUE_KINDS]
             installed.extend(learner_guards(guards_for, builder.source, value))
         return tracker
 

@@ -2,6 +2,7 @@
 from tinydynamo.course.checking import Mutant
 
 ASSIGNMENT = "a04_guards"
+CONSTANT_START = "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):"
 
 MUTANTS = [
     # part 1: tensors
@@ -61,7 +62,8 @@ MUTANTS = [
            "    if isinstance(value, (int, float, bool, str, type(None), torch.dtype)) or (\n"
            "            type(value) is tuple and all(isinstance(v, (int, float, bool, str)) for v in value)):",
            "slice_argument"),
-    Mutant("a namedtuple guarded as a plain tuple", 'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "LENGTH_CHECK"',
+    Mutant("a namedtuple guarded as a plain tuple",
+           'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "LENGTH_CHECK"',
            'return [Guard(source, "TYPE_MATCH", tuple if isinstance(value, tuple) else list), '
            'Guard(source, "LENGTH_CHECK"', "named_tuple"),
     Mutant("an empty list left unguarded", "    if isinstance(value, dict):",
@@ -69,21 +71,23 @@ MUTANTS = [
            "empty_list"),
     Mutant("a tensor's shape guarded as its number of elements", '"shape": tuple(value.shape),',
            '"shape": (value.numel(),),', "flatten"),
-    Mutant("copies the reference's guards out of the grader's frame", "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):",
-           "    import sys\n    frame = sys._getframe(1)\n    while frame is not None and 'installed' not in frame.f_locals:\n"
+    Mutant("copies the reference's guards out of the grader's frame", CONSTANT_START,
+           "    import sys\n    frame = sys._getframe(1)\n"
+           "    while frame is not None and 'installed' not in frame.f_locals:\n"
            "        frame = frame.f_back\n    if frame is not None:\n"
            "        return [g for g in frame.f_locals['installed'][frame.f_locals['start']:]\n"
            "                if g.source == source and g.kind in a04.VALUE_KINDS]\n"
-           "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):", "STALE GRAPH",
+           + CONSTANT_START, "STALE GRAPH",
            zero=("test_constant_guards_examples", "test_constant_guards_cases")),
-    Mutant("runs the reference's VariableBuilder to pick the guards", "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):",
+    Mutant("runs the reference's VariableBuilder to pick the guards", CONSTANT_START,
            "    import sys\n    from tinydynamo.dynamo.variables.builder import VariableBuilder\n"
            "    frame = sys._getframe(1)\n    while frame is not None and 'builder' not in frame.f_locals:\n"
            "        frame = frame.f_back\n    builder = frame.f_locals['builder']\n"
            "    guards = builder.tx.output.guards\n    start = len(guards)\n"
-           "    (VariableBuilder.wrap_dict if isinstance(value, dict) else VariableBuilder.wrap_sequence)(builder, value)\n"
+           "    wrap = VariableBuilder.wrap_dict if isinstance(value, dict) else VariableBuilder.wrap_sequence\n"
+           "    wrap(builder, value)\n"
            "    mine = [g for g in guards[start:] if g.source == source and g.kind in a04.VALUE_KINDS]\n"
            "    del guards[start:]\n    if mine or not a04.is_constant_value(value):\n        return mine\n"
-           "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):", "VariableBuilder.wrap",
+           + CONSTANT_START, "VariableBuilder.wrap",
            zero=("test_constant_guards_examples", "test_constant_guards_cases")),
 ]

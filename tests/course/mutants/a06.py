@@ -97,8 +97,9 @@ MUTANTS = [
            DEFAULT_DOC + "    from torch._functorch.partitioners import default_partition as torch_default\n"
            "    return torch_default(joint_gm, None, num_fwd_outputs=num_fwd_outputs)\n", "mlp", zero=DEFAULT_TESTS),
     Mutant("min-cut: delegates to PyTorch's min-cut", MIN_CUT_DOC,
-           MIN_CUT_DOC + "    from torch._functorch.partitioners import min_cut_rematerialization_partition as torch_min_cut\n"
-           "    return torch_min_cut(joint_gm, None, num_fwd_outputs=num_fwd_outputs)\n", "gpt_block", zero=MIN_CUT_TESTS),
+           MIN_CUT_DOC + "    from torch._functorch.partitioners import min_cut_rematerialization_partition\n"
+           "    return min_cut_rematerialization_partition(joint_gm, None, num_fwd_outputs=num_fwd_outputs)\n",
+           "gpt_block", zero=MIN_CUT_TESTS),
     Mutant("min-cut: the default partition", MIN_CUT_DOC,
            MIN_CUT_DOC + "    return default_partition(joint_gm, num_fwd_outputs)\n", "gpt_block: your forward saves"),
     Mutant("min-cut: a tensor costs its number of elements", "        cost = a06.nbytes(node)\n",

@@ -29,7 +29,8 @@ MUTANTS = [
            "if b_lo > 0:  # a // n", "bounds(s0 // s1)"),
     Mutant("Max and Min of their first two arguments", "[bounds(arg) for arg in expr.args]",
            "[bounds(arg) for arg in expr.args[:2]]", "bounds(max(-5 + s0, -10 + s1, 1 + s2))"),
-    Mutant("bounds is the reference's, found among the grader's originals", "    if expr.is_Number:\n        return expr, expr\n",
+    Mutant("bounds is the reference's, found among the grader's originals",
+           "    if expr.is_Number:\n        return expr, expr\n",
            "    import gc\n    from tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
            "    for _f in gc.get_objects():\n"
            "        if type(_f) is type(bounds) and _f.__qualname__ == 'ShapeEnv.bounds' and _f is not _SE.bounds:\n"
@@ -63,7 +64,8 @@ MUTANTS = [
     Mutant("<= decided True only when the difference is below 0", "sympy.Lt: hi < 0, sympy.Le: hi <= 0,",
            "sympy.Lt: hi < 0, sympy.Le: hi < 0,", "static_value(2 <= s0) returned None"),
     Mutant("static_value is a functools.partial of the reference's", "    return None\n    ### END SOLUTION",
-           "    return None\n    ### END SOLUTION\nimport functools\nfrom tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
+           "    return None\n    ### END SOLUTION\nimport functools\n"
+           "from tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
            "static_value = functools.partial(_SE.static_value, _SE())",
            "ShapeEnv.static_value", zero=("test_static_value_examples", "test_static_value_cases")),
     # part 3: the policy
@@ -84,7 +86,8 @@ MUTANTS = [
     Mutant("mark_dynamic ignored", "(dims | a10.marked_dynamic(tensor))", "dims", "mark_dynamic"),
     Mutant("sizes 0 and 1 traced as symbols", "return {d for d in dims if tensor.shape[d] >= 2}", "return dims",
            "sizes 0 and 1 are never symbols"),
-    Mutant("update returns no dimension", "        return changed\n", "        return []\n", "SizeHistory, batch_sizes"),
+    Mutant("update returns no dimension", "        return changed\n", "        return []\n",
+           "SizeHistory, batch_sizes"),
     Mutant("mark_dynamic over mark_static", "(dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)",
            "(dims - a10.marked_static(tensor)) | a10.marked_dynamic(tensor)", "mark_static_over_mark_dynamic"),
     Mutant("mark_dynamic on a size 1 traced as a symbol",
@@ -92,8 +95,8 @@ MUTANTS = [
            "    return {d for d in dims if tensor.shape[d] >= 2}",
            "    dims = {d for d in dims if tensor.shape[d] >= 2}\n"
            "    return (dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)", "mark_dynamic: dims_to_trace"),
-    Mutant("a tensor that requires grad taken for a parameter", "isinstance(tensor, nn.Parameter)", "tensor.requires_grad",
-           "input_requires_grad"),
+    Mutant("a tensor that requires grad taken for a parameter", "isinstance(tensor, nn.Parameter)",
+           "tensor.requires_grad", "input_requires_grad"),
     Mutant("SizeHistory is the reference's FrameState",
            "@dataclasses.dataclass\nclass SizeHistory:\n",
            "from tinydynamo.dynamo.automatic_dynamic import FrameState\n\n\nclass SizeHistory(FrameState):\n"
