@@ -5,8 +5,8 @@ import types
 import pytest
 
 from tinydynamo.course.checking import (
-    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, grade_cells, hidden_table, mutate,
-    no_delegation, not_run, report,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, call_learner, grade_cells, hidden_table,
+    mutate, no_delegation, not_run, report,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -48,6 +48,30 @@ def test_a_second_copy_of_the_reference_module_is_refused_too():
     with pytest.raises(ForbiddenCallError, match="bytecode.decode"), no_delegation(grabbed_early):
         copy.decode(learner_answer.__code__)
     assert copy.decode(learner_answer.__code__)
+
+
+def test_the_original_behind_the_trampoline_is_refused_to_the_learner():
+    import gc
+
+    def find_original():  # the learner digs the reference's own function out of the grader's state
+        return next(f for f in gc.get_objects() if isinstance(f, types.FunctionType) and f is not grabbed_early
+                    and f.__code__.co_name == "decode" and f.__code__.co_filename == grabbed_early.__code__.co_filename)
+
+    with pytest.raises(ForbiddenCallError, match="bytecode.decode"), no_delegation(grabbed_early):
+        find_original()(learner_answer.__code__)
+
+
+def test_a_callable_that_reaches_the_reference_without_code_of_its_own_is_refused():
+    import functools
+
+    class Inherited(types.SimpleNamespace):
+        decode = staticmethod(grabbed_early)
+
+    for callable_ in (grabbed_early, functools.partial(grabbed_early), Inherited().decode):
+        with pytest.raises(ForbiddenCallError, match="bytecode.decode"), no_delegation(grabbed_early):
+            call_learner(callable_, learner_answer.__code__)
+    with no_delegation(grabbed_early):
+        assert call_learner(lambda code: code.co_name, learner_answer.__code__) == "learner_answer"
 
 
 def test_a_refused_builtin_is_refused_in_a_thread_and_after_a_reload():

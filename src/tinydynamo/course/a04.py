@@ -34,7 +34,7 @@ from ..dynamo.variables.constant import is_constant_value
 from ..dynamo.variables.torch import is_torch_callable  # noqa: F401 (a helper for learners)
 from ..testing.models import ZOO, make  # noqa: F401 (make: for learners)
 from .a02 import difference, learner_location, user_module
-from .checking import no_delegation
+from .checking import call_learner, no_delegation
 
 # The guard kinds that describe one value (the others are installed by the reference itself:
 # global state, duplicated and aliased tensors).
@@ -70,7 +70,7 @@ def learner_guards(guards_for, source, value):
     """``guards_for(source, value)`` as a checked list of Guard objects on ``source``."""
     where = f"guards_for({source.name()}, <{type(value).__name__} value>)"
     try:
-        guards = guards_for(source, value)
+        guards = call_learner(guards_for, source, value)
     except Exception as e:  # noqa: BLE001 - reported with the case that triggered it
         raise GuardsError(f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
     if not isinstance(guards, (list, tuple)):
@@ -119,11 +119,18 @@ def wrap_with(guards_for, categories):
         start = len(installed)
         tracker = reference_wrap(builder, value)
         if builder.source is not None and category(value) in categories:
-            kept = [g for g in installed[start:] if g.source != builder.source or g.kind not in VALUE_KINDS]
-            installed[start:] = kept + learner_guards(guards_for, builder.source, value)
+            # the reference's guards on the value are gone before the learner is asked
+            installed[start:] = [g for g in installed[start:]
+                                 if g.source != builder.source or g.kind not in VALUE_KINDS]
+            installed.extend(learner_guards(guards_for, builder.source, value))
         return tracker
 
     return wrap
+
+
+# The reference's choice of guards, which the learner's replaces: refused to the learner's code.
+_REFUSED = (tensor_properties, VariableBuilder.wrap, VariableBuilder.wrap_sequence, VariableBuilder.wrap_dict,
+            VariableBuilder.wrap_callable_or_object, VariableBuilder.wrap_partial)
 
 
 @contextlib.contextmanager
@@ -137,7 +144,7 @@ def swapped_guards(guards_for, categories=CATEGORIES):
     reference_wrap = VariableBuilder.wrap
     tinydynamo.reset()
     try:
-        with config.patch(suppress_errors=False, strict=True), no_delegation(tensor_properties):
+        with config.patch(suppress_errors=False, strict=True), no_delegation(*_REFUSED):
             if guards_for is not None:
                 VariableBuilder.wrap = wrap_with(guards_for, categories)
             yield
@@ -249,6 +256,13 @@ TENSOR_CASES = [
     """, "by_device", "x = torch.empty(3, device='meta')", "x", [
         ("x = torch.empty(3, device='meta')", HIT),  # the tensor's own device, not an assumed one
         ("x = torch.randn(3)", RECOMPILE),
+    ]),
+    Case("non_leaf_requiring_grad", """
+        def double(x):
+            return x * 2
+    """, "double", "w = torch.randn(3, requires_grad=True); x = w * 1", "x", [
+        ("x = w * 3", HIT),
+        ("x = w.detach() * 3", RECOMPILE),
     ]),
     Case("half_precision", """
         def halve(x):
@@ -386,6 +400,44 @@ CONSTANT_CASES = [
     """, "concat", "x, parts = torch.randn(3), {'a': 1.0, 'b': 2.0}", "x, parts", [
         ("parts = {'a': 1.0, 'b': 2.0}", HIT),
         ("parts = {'b': 2.0, 'a': 1.0}", RECOMPILE),
+        ("parts = {'b': 2.0, 'a': 1.0}", HIT),
+    ]),
+    Case("empty_list", """
+        def add_all(x, extras):
+            x = x * 2
+            for e in extras:
+                x = x + e
+            return x
+    """, "add_all", "x, extras = torch.randn(3), []", "x, extras", [
+        ("extras = []", HIT),
+        ("extras = [torch.ones(3)]", RECOMPILE),
+    ]),
+    Case("slice_argument", """
+        def take(x, part):
+            return x[part] * 2
+    """, "take", "x, part = torch.randn(6), slice(0, 2)", "x, part", [
+        ("part = slice(0, 2)", HIT),
+        ("part = slice(1, 3)", RECOMPILE),
+    ]),
+    Case("range_argument", """
+        def count_up(x, steps):
+            for i in steps:
+                x = x + i
+            return x
+    """, "count_up", "x, steps = torch.randn(3), range(3)", "x, steps", [
+        ("steps = range(3)", HIT),
+        ("steps = range(1, 4)", RECOMPILE),
+    ]),
+    Case("named_tuple", """
+        import collections
+
+        Pair = collections.namedtuple("Pair", "a b")
+
+        def combine(x, pair):
+            return x + pair[0] * pair[1] if isinstance(pair, Pair) else x - pair[0]
+    """, "combine", "x, pair = torch.randn(3), Pair(torch.randn(3), torch.randn(3))", "x, pair", [
+        ("pair = Pair(torch.randn(3), torch.randn(3))", HIT),
+        ("pair = (torch.randn(3), torch.randn(3))", RECOMPILE),
     ]),
     Case("list_or_tuple", """
         def combine(x, parts):
@@ -533,6 +585,19 @@ OBJECT_CASES = [
     """, "dispatch", "x = torch.randn(3)", "x", [
         ("backend = slow", RECOMPILE),
         ("backend = fast", HIT),
+    ]),
+    Case("enum_member", """
+        import enum
+
+        class Mode(enum.Enum):
+            SUM = 1
+            MEAN = 2
+
+        def reduce(x, mode):
+            return x.sum() if mode is Mode.SUM else x.mean()
+    """, "reduce", "x, mode = torch.randn(3), Mode.SUM", "x, mode", [
+        ("mode = Mode.MEAN", RECOMPILE),
+        ("mode = Mode.SUM", HIT),
     ]),
     Case("class_argument", """
         def activation(x, cls):

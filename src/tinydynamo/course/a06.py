@@ -9,7 +9,8 @@ eager PyTorch, check that the two graphs are laid out as the runtime expects, an
 the forward saves for the backward against the reference partitioners on the same joint graph.
 Small hand-built joint graphs (``tinydynamo.testing.joint_graphs``) cover the rules that no zoo
 model exercises: constants, a gradient that depends on no tangent, a small view of a large
-tensor, a matmul and an input that only the backward uses.
+tensor, a matmul and an input that only the backward uses, an op that reads its inputs from a
+list, and a bool mask of a float input.
 
 The helpers a learner uses (``is_primal``, ``nbytes``, ``may_recompute``, ``split_joint_graph``,
 ...) are the reference partitioners' own, imported from ``tinydynamo.aot.partitioners``.
@@ -33,7 +34,7 @@ from ..aot.partitioners import (  # noqa: F401 (helpers for learners)
 )
 from ..testing.joint_graphs import JOINT_GRAPHS
 from ..testing.models import ZOO, make
-from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .checking import ForbiddenCallError, call_learner, no_delegation, report  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location as _learner_location
 
 # How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
@@ -132,7 +133,7 @@ class PartitionRecorder:
         self.num_fwd_outputs = num_fwd_outputs
         try:
             with no_delegation(*REFERENCE_PARTITIONERS):
-                self.result = self.partition_fn(joint_gm, num_fwd_outputs)
+                self.result = call_learner(self.partition_fn, joint_gm, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - reported by the checker, with the model's name
             self.error = e
             raise
@@ -153,21 +154,26 @@ class PartitionRecorder:
                 f"{type(error).__name__}: {_indented(error)}"]
 
 
-def _backend(recorder):
+def _backend(partition_fn):
     def backend(gm, example_inputs):
-        return aot_autograd(gm, example_inputs, fw_compiler=nop, partition_fn=recorder)
+        return aot_autograd(gm, example_inputs, fw_compiler=nop, partition_fn=partition_fn)
 
     return backend
 
 
 def joint_graph(name):
     """(joint_gm, num_fwd_outputs): the joint graph aot_autograd builds for zoo model ``name``."""
-    recorder = PartitionRecorder(partitioners.default_partition, name)
+    seen = []
+
+    def record(joint_gm, num_fwd_outputs):
+        seen.append((copy.deepcopy(joint_gm), num_fwd_outputs))
+        return partitioners.default_partition(joint_gm, num_fwd_outputs)
+
     model, inputs = make(name)
     torch.compiler.reset()
-    torch.compile(model, backend=_backend(recorder), dynamic=False)(*inputs)
+    torch.compile(model, backend=_backend(record), dynamic=False)(*inputs)
     torch.compiler.reset()
-    return recorder.joint, recorder.num_fwd_outputs
+    return seen[0]
 
 
 def _indented(text):

@@ -41,7 +41,7 @@ from ..dynamo.automatic_dynamic import DYNAMIC_DIMS, STATIC_DIMS, FrameState
 from ..symbolic_shapes import FloorDiv, ShapeEnv, multiply_intervals, to_python
 from ..testing.models import make
 from .a02 import difference, learner_location, user_module
-from .checking import _is_learners, _refuse, no_delegation
+from .checking import _is_learners, _refuse, call_learner, no_delegation
 
 s0, s1, s2 = (sympy.Symbol(f"s{i}", integer=True, positive=True) for i in range(3))
 oo = sympy.oo
@@ -129,7 +129,7 @@ def call_bounds(bounds, expr, record=None):
     """``bounds(expr)``, checked: a pair of numbers (or ±sympy.oo) with lo <= hi."""
     where = f"bounds({show(expr)})"
     try:
-        result = bounds(expr)
+        result = call_learner(bounds, expr)
     except LearnerError:
         raise
     except Exception as e:  # noqa: BLE001 - reported with the expression that triggered it
@@ -150,7 +150,7 @@ def call_static_value(static_value, condition, record=None):
     """``static_value(condition)``, checked: True, False or None."""
     where = f"static_value({show(condition)})"
     try:
-        result = static_value(condition)
+        result = call_learner(static_value, condition)
     except LearnerError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -175,14 +175,14 @@ class CheckedHistory:
     def __init__(self, history_class, record):
         self.record = record
         try:
-            self.history = history_class()
+            self.history = call_learner(history_class)
         except Exception as e:  # noqa: BLE001
             raise _error(record, f"SizeHistory() raised {type(e).__name__}{learner_location(e)}: {e}") from None
 
     def update(self, source_name, shape):
         where = f"SizeHistory.update({source_name!r}, {tuple(shape)})"
         try:
-            changed = self.history.update(source_name, tuple(shape))
+            changed = call_learner(self.history.update, source_name, tuple(shape))
             return list(changed)
         except Exception as e:  # noqa: BLE001
             raise _error(self.record, f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
@@ -190,7 +190,7 @@ class CheckedHistory:
     def dynamic_dims(self, source_name):
         where = f"SizeHistory.dynamic_dims({source_name!r})"
         try:
-            dims = self.history.dynamic_dims(source_name)
+            dims = call_learner(self.history.dynamic_dims, source_name)
             return {int(d) for d in dims}
         except Exception as e:  # noqa: BLE001
             raise _error(self.record, f"{where} raised or returned no set of ints: {type(e).__name__}"
@@ -204,7 +204,8 @@ def checked_dims(dims_to_trace, record):
         where = (f"dims_to_trace({policy!r}, history, {source.name()!r}, <tensor of shape {tuple(tensor.shape)}>, "
                  f"is_module_state={is_module_state})")
         try:
-            dims = {int(d) for d in dims_to_trace(policy, history, source.name(), tensor, is_module_state)}
+            dims = {int(d) for d in call_learner(dims_to_trace, policy, history, source.name(), tensor,
+                                                 is_module_state)}
         except Exception as e:  # noqa: BLE001
             raise _error(record, f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
         bad = sorted(d for d in dims if not 0 <= d < tensor.dim())
@@ -256,7 +257,8 @@ BOUNDS_CASES = [
     -s0, 2 - s0, -2 * s0 * s1, s0 * s1 - 5, 4 * s0 - 3 * s1, FloorDiv(s0 + 1, 4), FloorDiv(3 * s0, 2) - 1,
     sympy.Mod(2 * s0 + 1, 3), s1 * sympy.Mod(s0, 4), sympy.Mod(s0, 4) - 3, sympy.Max(s0, 5), sympy.Min(s0, 5),
     sympy.Min(s0, s1) - 2, sympy.Max(s0 - 10, 1), FloorDiv(s0, 2) * s2, 64 * s0 * s1 * s2, sympy.Integer(-3),
-    s0 ** 2, sympy.Mod(s0, s1), sympy.floor(-sympy.Rational(7, 5) * s0),
+    s0 ** 2, sympy.Mod(s0, s1), sympy.floor(-sympy.Rational(7, 5) * s0), sympy.Mod(2, s0), FloorDiv(s0, s1),
+    sympy.Max(s0 - 5, s1 - 10, s2 + 1),
 ]
 
 STATIC_EXAMPLES = [
@@ -270,7 +272,8 @@ STATIC_CASES = [
     sympy.Le(FloorDiv(s0, 2), s0), sympy.Eq(FloorDiv(s0, 2), 1), sympy.Ne(FloorDiv(s0, 2), 0),
     sympy.Gt(s0 - 2, 0), sympy.Ge(s0 - 2, 0), sympy.Lt(-s0, -1), sympy.Le(-s0, -3),
     sympy.Eq(sympy.Mod(1, s0), 1), sympy.Ne(sympy.Mod(1, s0), 0), sympy.Lt(2 - s0, 0),
-    sympy.Ne(s0 * (s1 + 1), s0 * s1 + s0),
+    sympy.Ne(s0 * (s1 + 1), s0 * s1 + s0), sympy.Eq(sympy.Mod(1, s0), 0), sympy.Gt(2 - s0, 0),
+    sympy.Ge(2 - s0, 0), sympy.Le(2, s0),
     sympy.And(sympy.Ge(s0, 2), sympy.Ge(s1, 2)), sympy.Or(sympy.Eq(s0, 2), sympy.Eq(sympy.Mod(s0, 2), 0)),
     sympy.true, sympy.false,
 ]
@@ -630,7 +633,7 @@ POLICY_CASES = [
             x = torch.randn(n, 3)
             tinydynamo.mark_dynamic(x, 0)
             return x
-    """, "rows", ["marked(3)", "marked(4)", "marked(5)"], False),
+    """, "rows", ["marked(3)", "marked(4)", "marked(5)", "marked(1)"], False),
     Case("mark_static", """
         def rows(x):
             return x.sum(1)
@@ -640,6 +643,16 @@ POLICY_CASES = [
             tinydynamo.mark_static(x, 0)
             return x
     """, "rows", ["marked(3)", "marked(4)", "marked(5)"], True),
+    Case("mark_static_over_mark_dynamic", """
+        def rows(x):
+            return x.sum(1)
+
+        def marked(n):
+            x = torch.randn(n, 3)
+            tinydynamo.mark_dynamic(x, 0)
+            tinydynamo.mark_static(x, 0)
+            return x
+    """, "rows", ["marked(3)", "marked(4)", "marked(5)"]),
     Case("mark_static_after_a_change", """
         def rows(x):
             return x.sum(1)
@@ -652,6 +665,10 @@ POLICY_CASES = [
     Case("parameters_stay_static", """
         model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     """, "model", [f"torch.randn({n}, 4)" for n in (3, 5, 7)], True),
+    Case("input_requires_grad", """
+        def scale(x):
+            return (x * 2).sum(0)
+    """, "scale", [f"torch.randn({n}, 3, requires_grad=True)" for n in (4, 6, 8)]),
     Case("parameter_argument", """
         weight = nn.Parameter(torch.randn(4, 3))
 
@@ -711,6 +728,50 @@ CASES = {case.name: case for case in RANGE_EXAMPLES + RANGE_CASES + POLICY_EXAMP
 def check_range_analysis(bounds, static_value=None, cases=RANGE_EXAMPLES):
     """The learner's ``bounds`` (and ``static_value``, if given) inside dynamo on the cases."""
     return check_cases(cases, bounds=bounds, static_value=static_value)
+
+
+# SizeHistory on its own: updates (source, shape), one after the other, in a fresh history.
+HISTORY_EXAMPLES = {"batch_sizes": [("L['x']", (4, 5)), ("L['x']", (6, 5)), ("L['x']", (8, 5))]}
+HISTORY_CASES = {
+    "two_dims_at_once": [("L['x']", (3, 4)), ("L['x']", (5, 6)), ("L['x']", (7, 6))],
+    "back_and_forth": [("L['x']", (4, 5)), ("L['x']", (6, 5)), ("L['x']", (4, 5)), ("L['x']", (4, 7))],
+    "new_rank": [("L['x']", (4,)), ("L['x']", (4, 3)), ("L['x']", (5, 3)), ("L['x']", (5, 3, 2))],
+    "two_sources": [("L['x']", (3,)), ("L['y']", (4,)), ("L['y']", (6,)), ("L['x']", (3,))],
+    "int_value": [("L['n']", (2,)), ("L['n']", (3,)), ("L['n']", (2,))],
+}
+
+
+def check_history(history, sequences=HISTORY_EXAMPLES):
+    """The learner's SizeHistory against the reference's FrameState on each sequence of updates:
+    ``update`` returns every dimension that became dynamic just now (it may add others that changed
+    size again) and no dimension that never changed; ``dynamic_dims`` is exact."""
+    problems = []
+    with swapped():
+        for name, updates in sequences.items():
+            problems += _history_problems(history, name, updates)
+    return problems
+
+
+def _history_problems(history, name, updates):
+    record, reference = Record(), FrameState()
+    try:
+        checked = CheckedHistory(history, record)
+        for i, (source, shape) in enumerate(updates):
+            done = ", ".join(f"update({s!r}, {sh})" for s, sh in updates[: i + 1])
+            got, became = checked.update(source, shape), reference.update(source, shape)
+            dynamic = reference.dynamic_dims(source)
+            if not set(became) <= set(got) <= dynamic:
+                return [f"SizeHistory, {name}: after {done}, the last update returned {got}, expected the "
+                        f"dimensions that became dynamic now, {became}"
+                        + (f" (and perhaps some of {sorted(dynamic - set(became))}, dynamic before)"
+                           if dynamic - set(became) else "")]
+            for seen in dict.fromkeys(s for s, _ in updates[: i + 1]):
+                if checked.dynamic_dims(seen) != reference.dynamic_dims(seen):
+                    return [f"SizeHistory, {name}: after {done}, dynamic_dims({seen!r}) returned "
+                            f"{checked.dynamic_dims(seen)}, expected {reference.dynamic_dims(seen)}"]
+    except LearnerError as e:
+        return [f"SizeHistory, {name}: {e}"]
+    return []
 
 
 def check_policy(history, dims_to_trace, cases=POLICY_EXAMPLES):

@@ -13,6 +13,12 @@ them freely: the innermost caller that is either tinydynamo or the learner decid
 (torch, installed packages and the standard library in between are looked through). A learner
 who catches the error gains nothing: the block raises again when it ends.
 
+A grader calls the learner's callables through ``call_learner``, a frame that counts as the learner's,
+so a callable that *is* a reference function, or reaches one without Python code of its own (a method
+inherited from a reference class, ``functools.partial``), is refused too. The reference's original
+function, which the trampoline serves tinydynamo with, refuses the learner's direct calls as well
+(the learner could find it with ``gc.get_objects()``).
+
 **Complete feedback.** A test cell evaluates every case and then fails once, listing every failure
 in full: ``report(check_a(...), check_b(...))`` for checkers that return lists of failures, and
 ``Failures`` (``with failures.case("name"): ...``) for cases written as plain asserts. Nothing is
@@ -61,7 +67,7 @@ from pathlib import Path
 
 import tinydynamo
 
-from .feedback import NOT_LEARNER_CODE, learner_location
+from .feedback import LEARNER_CALL_FILE, NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
@@ -85,7 +91,6 @@ _running = {}  # id(code) -> (the code, its name, how many blocks refuse to run 
 # (file, first line, name) of a refused function's code -> its name: a second copy of the module
 # that defines it (importlib.reload, spec_from_file_location) makes a new function of the same code
 _copies = {}
-_originals = set()  # id() of the code objects of refused functions and of their trampolines
 _hidden_files = {}  # file of a module whose table is hidden (see hidden_table) -> [the table's name, how many blocks]
 DISPATCH = "__tinydynamo_no_delegation__"  # the name of _dispatch in a refused function's globals
 
@@ -151,7 +156,7 @@ def _refuse_builtins(frame, event, arg):
         key = id(arg) if id(arg) in _refused_builtins else _refused_builtin_names.get(_builtin_key(arg))
         if key is not None and _is_learners(frame):
             _refuse(_refused_builtins[key][1])  # raising also uninstalls the hook
-    elif event == "call" and _copies and id(frame.f_code) not in _originals and _code_key(frame.f_code) in _copies:
+    elif event == "call" and _copies and _code_key(frame.f_code) in _copies:
         if _is_learners(frame.f_back):
             _refuse(_copies[_code_key(frame.f_code)][0])
     elif event == "call" and frame.f_code.co_name == "<module>" and frame.f_code.co_filename in _hidden_files:
@@ -188,11 +193,9 @@ def _start_refusing(fn):
         original.__kwdefaults__ = fn.__kwdefaults__
         _swapped[key] = [original, _name(fn), 0]
         fn.__globals__[DISPATCH] = _dispatch
-        _originals.add(id(fn.__code__))
         _swapped[key].append(_code_key(fn.__code__))
         _copies.setdefault(_code_key(fn.__code__), [_name(fn), 0])[1] += 1
         fn.__code__ = _trampoline(fn, key)
-        _originals.add(id(fn.__code__))
     _swapped[key][2] += 1
     return key
 
@@ -202,9 +205,7 @@ def _stop_refusing(fn, key):
     table[key][2] -= 1
     if table[key][2] == 0:
         if table is _swapped:
-            _originals.discard(id(fn.__code__))
             fn.__code__ = table[key][0].__code__
-            _originals.discard(id(fn.__code__))
             copy_key = table[key][3]
             _copies[copy_key][1] -= 1
             if _copies[copy_key][1] == 0:
@@ -253,6 +254,18 @@ def _profiled():
     finally:
         sys.setprofile(previous)
         threading.setprofile(previous_threads)
+
+
+def _define_call_learner():
+    namespace = {}
+    exec(compile("def call_learner(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n",
+                 LEARNER_CALL_FILE, "exec"), namespace)
+    return namespace["call_learner"]
+
+
+call_learner = _define_call_learner()
+call_learner.__doc__ = """``fn(*args, **kwargs)`` from a frame that counts as the learner's code, so that a refused
+function that ``fn`` is, or that it reaches with no Python frame of its own, refuses the call."""
 
 
 @contextlib.contextmanager

@@ -15,9 +15,12 @@ NOT_LEARNER_CODE = (
 )
 
 
+# The made-up file of the frame through which a grader calls the learner's callables (see
+# checking.call_learner): it counts as the learner's code, but is not where an error is.
+LEARNER_CALL_FILE = "<a call of your code>"
 # Code that a library compiles at run time, with a made-up file name: networkx's argmap wrappers
 # ("<class 'networkx.utils.decorators.argmap'> compilation 4"), torch.fx's graph code.
-GENERATED_CODE = ("<class ", "<eval_with_key>")
+GENERATED_CODE = ("<class ", "<eval_with_key>", LEARNER_CALL_FILE)
 
 
 def _is_learner_code(filename):

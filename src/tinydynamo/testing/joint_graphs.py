@@ -4,7 +4,9 @@ A model's joint graph comes from ``aot_autograd``; these are written by hand, wi
 the same layout: ``(primals..., tangents...) -> (forward outputs..., gradients...)``. They hold
 what no zoo model produces: a constant (``get_attr``) that both halves read, a gradient that
 does not depend on a tangent, a small view of a large tensor, a matmul that only the backward
-needs, an input that only the backward reads, a small value cheaply computed from a large input.
+needs, an input that only the backward reads, a small value cheaply computed from a large input,
+an op that reads its inputs from a list (``aten.cat``), a bool mask with more elements than
+the float input it is computed from, but fewer bytes.
 They are not the derivatives of anything: partitioning does not care whether the gradients are
 right, only that the two graphs it returns compute the same values as the joint graph.
 
@@ -69,6 +71,26 @@ class SmallValueOfLargeInput(torch.nn.Module):
         return out, aten.mul.Tensor(tangents_1, small)
 
 
+class Concatenated(torch.nn.Module):
+    """The forward output concatenates two values, which ``aten.cat`` reads from a list (not from
+    its own arguments); the backward reads one of them."""
+
+    def forward(self, primals_1, tangents_1):
+        exp = aten.exp.default(primals_1)
+        out = aten.cat.default([exp, aten.mul.Tensor(primals_1, 2)])
+        return out, aten.mul.Tensor(aten.slice.Tensor(tangents_1, 0, 0, 16), exp)
+
+
+class MaskOfInput(torch.nn.Module):
+    """The backward reads a bool mask of a (64, 8) float input broadcast to (64, 8, 2): the mask
+    has twice the input's elements, but half its bytes."""
+
+    def forward(self, primals_1, tangents_1):
+        wide = aten.expand.default(aten.view.default(primals_1, [64, 8, 1]), [64, 8, 2])
+        mask = aten.gt.Scalar(wide, 0)
+        return aten.mul.Tensor(wide, mask), aten.mul.Tensor(tangents_1, mask)
+
+
 def _randn(*shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
@@ -80,6 +102,8 @@ _CASES = {
     "small_view_of_large_tensor": (SmallViewOfLargeTensor, 1, [(64,), (8,), (64, 1)]),
     "backward_only_matmul": (BackwardOnlyMatmul, 1, [(16, 1), (1, 16), (16, 1)]),
     "small_value_of_large_input": (SmallValueOfLargeInput, 1, [(64, 16), (64, 1)]),
+    "concatenated": (Concatenated, 1, [(16,), (32,)]),
+    "mask_of_input": (MaskOfInput, 1, [(64, 8), (64, 8, 2)]),
 }
 
 

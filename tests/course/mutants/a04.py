@@ -2,6 +2,7 @@
 from tinydynamo.course.checking import Mutant
 
 ASSIGNMENT = "a04_guards"
+CONSTANT_START = "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):"
 
 MUTANTS = [
     # part 1: tensors
@@ -52,4 +53,41 @@ MUTANTS = [
            "config_object"),
     Mutant("builtins guarded by type", "types.FunctionType, types.BuiltinFunctionType,", "types.FunctionType,",
            "builtin_argument"),
+    # found by an adversarial learner (see the cases non_leaf_requiring_grad, dict_order, empty_list...)
+    Mutant("requires_grad guarded only for a leaf", '"requires_grad": value.requires_grad,',
+           '"requires_grad": value.requires_grad and value.is_leaf,', "non_leaf_requiring_grad"),
+    Mutant("dict keys guarded in sorted order", 'Guard(source, "DICT_KEYS", list(value))',
+           'Guard(source, "DICT_KEYS", sorted(value))', "dict_order, after"),
+    Mutant("an own test of constants, without range, slice or device", "    if a04.is_constant_value(value):",
+           "    if isinstance(value, (int, float, bool, str, type(None), torch.dtype)) or (\n"
+           "            type(value) is tuple and all(isinstance(v, (int, float, bool, str)) for v in value)):",
+           "slice_argument"),
+    Mutant("a namedtuple guarded as a plain tuple",
+           'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "LENGTH_CHECK"',
+           'return [Guard(source, "TYPE_MATCH", tuple if isinstance(value, tuple) else list), '
+           'Guard(source, "LENGTH_CHECK"', "named_tuple"),
+    Mutant("an empty list left unguarded", "    if isinstance(value, dict):",
+           "    if isinstance(value, (list, tuple)) and not value:\n        return []\n    if isinstance(value, dict):",
+           "empty_list"),
+    Mutant("a tensor's shape guarded as its number of elements", '"shape": tuple(value.shape),',
+           '"shape": (value.numel(),),', "flatten"),
+    Mutant("copies the reference's guards out of the grader's frame", CONSTANT_START,
+           "    import sys\n    frame = sys._getframe(1)\n"
+           "    while frame is not None and 'installed' not in frame.f_locals:\n"
+           "        frame = frame.f_back\n    if frame is not None:\n"
+           "        return [g for g in frame.f_locals['installed'][frame.f_locals['start']:]\n"
+           "                if g.source == source and g.kind in a04.VALUE_KINDS]\n"
+           + CONSTANT_START, "STALE GRAPH",
+           zero=("test_constant_guards_examples", "test_constant_guards_cases")),
+    Mutant("runs the reference's VariableBuilder to pick the guards", CONSTANT_START,
+           "    import sys\n    from tinydynamo.dynamo.variables.builder import VariableBuilder\n"
+           "    frame = sys._getframe(1)\n    while frame is not None and 'builder' not in frame.f_locals:\n"
+           "        frame = frame.f_back\n    builder = frame.f_locals['builder']\n"
+           "    guards = builder.tx.output.guards\n    start = len(guards)\n"
+           "    wrap = VariableBuilder.wrap_dict if isinstance(value, dict) else VariableBuilder.wrap_sequence\n"
+           "    wrap(builder, value)\n"
+           "    mine = [g for g in guards[start:] if g.source == source and g.kind in a04.VALUE_KINDS]\n"
+           "    del guards[start:]\n    if mine or not a04.is_constant_value(value):\n        return mine\n"
+           + CONSTANT_START, "VariableBuilder.wrap",
+           zero=("test_constant_guards_examples", "test_constant_guards_cases")),
 ]

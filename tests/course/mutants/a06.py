@@ -6,6 +6,8 @@ ASSIGNMENT = "a06_partitioners"
 DEFAULT_TESTS = ("test_default_partition_mlp", "test_default_partition_zoo")
 MIN_CUT_TESTS = ("test_min_cut_gpt_block", "test_min_cut_zoo")
 DEFAULT_DOC = '    """Forward: what the forward outputs need. Save every forward value the backward reads."""\n'
+DEFAULT_END = ('        if n in forward and n.op != "get_attr" and (n in grads or read_by_backward(n))\n    ]\n'
+               "    return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)\n    ### END SOLUTION")
 MIN_CUT_DOC = '    """Save the fewest bytes from which the backward can recompute what else it needs."""\n'
 
 MUTANTS = [
@@ -70,4 +72,40 @@ MUTANTS = [
     Mutant("min-cut: reads the saved nodes off the wrong side",
            'if (n, "in") in source_side and (n, "out") not in source_side]',
            'if (n, "out") in source_side and (n, "in") not in source_side]', "gpt_block"),
+    Mutant("default: the forward has only what the forward outputs need, not every primal",
+           "    forward = ancestors(fw_outputs) | {n for n in nodes if a06.is_primal(n)}\n",
+           "    forward = ancestors(fw_outputs)\n", "backward_only_matmul"),
+    Mutant("default: a forward output counts as read by the backward",
+           'any(user not in forward and user.op != "output" for user in node.users)',
+           "any(user not in forward for user in node.users)", "mlp: the default partition saves"),
+    Mutant("default: primals never saved, as if the backward had them",
+           'n in forward and n.op != "get_attr" and',
+           'n in forward and n.op != "get_attr" and not a06.is_primal(n) and', "primals_3 is needed"),
+    Mutant("default: ancestors follows node.args only (not a list's nodes, nor kwargs)",
+           "            stack.extend(node.all_input_nodes)\n    return seen\n    ### END SOLUTION\n\n\n"
+           "def default_partition",
+           "            stack.extend(a for a in node.args if isinstance(a, torch.fx.Node))\n    return seen\n"
+           "    ### END SOLUTION\n\n\ndef default_partition", "concatenated"),
+    Mutant("default: every getitem runs in the forward, of a backward op too",
+           "n.target is operator.getitem and n.args[0] in forward}", "n.target is operator.getitem}",
+           "norm_act"),
+    Mutant("default: a functools.partial of the reference's", DEFAULT_END,
+           DEFAULT_END + "\nimport functools\nimport tinydynamo.aot\n"
+           "default_partition = functools.partial(tinydynamo.aot.default_partition)",
+           "default_partition, the reference's own answer", zero=DEFAULT_TESTS),
+    Mutant("default: delegates to PyTorch's default_partition", DEFAULT_DOC,
+           DEFAULT_DOC + "    from torch._functorch.partitioners import default_partition as torch_default\n"
+           "    return torch_default(joint_gm, None, num_fwd_outputs=num_fwd_outputs)\n", "mlp", zero=DEFAULT_TESTS),
+    Mutant("min-cut: delegates to PyTorch's min-cut", MIN_CUT_DOC,
+           MIN_CUT_DOC + "    from torch._functorch.partitioners import min_cut_rematerialization_partition\n"
+           "    return min_cut_rematerialization_partition(joint_gm, None, num_fwd_outputs=num_fwd_outputs)\n",
+           "gpt_block", zero=MIN_CUT_TESTS),
+    Mutant("min-cut: the default partition", MIN_CUT_DOC,
+           MIN_CUT_DOC + "    return default_partition(joint_gm, num_fwd_outputs)\n", "gpt_block: your forward saves"),
+    Mutant("min-cut: a tensor costs its number of elements", "        cost = a06.nbytes(node)\n",
+           "        cost = node.meta['val'].numel() if isinstance(node.meta.get('val'), torch.Tensor) else 0\n",
+           "mask_of_input"),
+    Mutant("min-cut: a source edge for every node without inputs, constants included",
+           "if a06.is_primal(node) or (node in needed_by_forward",
+           "if not node.all_input_nodes or (node in needed_by_forward", "constant: your forward saves"),
 ]

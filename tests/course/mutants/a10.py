@@ -23,6 +23,20 @@ MUTANTS = [
     Mutant("delegates to the reference's bounds", "    if expr.is_Number:\n        return expr, expr\n",
            '    return __import__("tinydynamo.symbolic_shapes", fromlist=["_"]).ShapeEnv().bounds(expr)\n',
            "ShapeEnv.bounds", zero=("test_bounds_examples", "test_bounds_cases")),
+    Mutant("a number below the divisor's low end kept as a remainder up to it", "if a_lo >= 0 and a_hi < b_lo:",
+           "if a_lo >= 0 and a_hi <= b_lo:", "bounds(2 % s0)"),
+    Mutant("floor division by a symbol as by its smallest value", "if b_lo > 0 and b_lo == b_hi:  # a // n",
+           "if b_lo > 0:  # a // n", "bounds(s0 // s1)"),
+    Mutant("Max and Min of their first two arguments", "[bounds(arg) for arg in expr.args]",
+           "[bounds(arg) for arg in expr.args[:2]]", "bounds(max(-5 + s0, -10 + s1, 1 + s2))"),
+    Mutant("bounds is the reference's, found among the grader's originals",
+           "    if expr.is_Number:\n        return expr, expr\n",
+           "    import gc\n    from tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
+           "    for _f in gc.get_objects():\n"
+           "        if type(_f) is type(bounds) and _f.__qualname__ == 'ShapeEnv.bounds' and _f is not _SE.bounds:\n"
+           "            _env = _SE()\n            _env.bounds = bounds\n            return _f(_env, expr)\n"
+           "    if expr.is_Number:\n        return expr, expr\n",
+           "ShapeEnv.bounds", zero=("test_bounds_examples", "test_bounds_cases")),
     # part 2: static_value
     Mutant("intervals of the condition as written only",
            "(difference, sympy.expand(difference), sympy.factor(difference))", "(difference, sympy.expand(difference))",
@@ -40,6 +54,19 @@ MUTANTS = [
     Mutant("delegates to the reference's static_value", "    if condition in (sympy.true, sympy.false):\n",
            '    return __import__("tinydynamo.symbolic_shapes", fromlist=["_"]).ShapeEnv().static_value(condition)\n'
            "    if condition in (sympy.true, sympy.false):\n",
+           "ShapeEnv.static_value", zero=("test_static_value_examples", "test_static_value_cases")),
+    Mutant("== decided True when the difference is any one number", "sympy.Eq: lo == hi == 0, sympy.Ne: lo > 0",
+           "sympy.Eq: lo == hi, sympy.Ne: lo > 0", "static_value((1 % s0) == 0) returned True"),
+    Mutant("> decided False only when the difference is below 0", "sympy.Gt: hi <= 0, sympy.Ge",
+           "sympy.Gt: hi < 0, sympy.Ge", "static_value((2 + (-1 * s0)) > 0) returned None"),
+    Mutant(">= decided False when the difference is at most 0", "sympy.Ge: hi < 0}", "sympy.Ge: hi <= 0}",
+           "static_value((2 + (-1 * s0)) >= 0) returned False"),
+    Mutant("<= decided True only when the difference is below 0", "sympy.Lt: hi < 0, sympy.Le: hi <= 0,",
+           "sympy.Lt: hi < 0, sympy.Le: hi < 0,", "static_value(2 <= s0) returned None"),
+    Mutant("static_value is a functools.partial of the reference's", "    return None\n    ### END SOLUTION",
+           "    return None\n    ### END SOLUTION\nimport functools\n"
+           "from tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
+           "static_value = functools.partial(_SE.static_value, _SE())",
            "ShapeEnv.static_value", zero=("test_static_value_examples", "test_static_value_cases")),
     # part 3: the policy
     Mutant("the history keeps only the newest sizes", "        for d in changed:\n            before[d] = None\n",
@@ -59,4 +86,20 @@ MUTANTS = [
     Mutant("mark_dynamic ignored", "(dims | a10.marked_dynamic(tensor))", "dims", "mark_dynamic"),
     Mutant("sizes 0 and 1 traced as symbols", "return {d for d in dims if tensor.shape[d] >= 2}", "return dims",
            "sizes 0 and 1 are never symbols"),
+    Mutant("update returns no dimension", "        return changed\n", "        return []\n",
+           "SizeHistory, batch_sizes"),
+    Mutant("mark_dynamic over mark_static", "(dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)",
+           "(dims - a10.marked_static(tensor)) | a10.marked_dynamic(tensor)", "mark_static_over_mark_dynamic"),
+    Mutant("mark_dynamic on a size 1 traced as a symbol",
+           "    dims = (dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)\n"
+           "    return {d for d in dims if tensor.shape[d] >= 2}",
+           "    dims = {d for d in dims if tensor.shape[d] >= 2}\n"
+           "    return (dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)", "mark_dynamic: dims_to_trace"),
+    Mutant("a tensor that requires grad taken for a parameter", "isinstance(tensor, nn.Parameter)",
+           "tensor.requires_grad", "input_requires_grad"),
+    Mutant("SizeHistory is the reference's FrameState",
+           "@dataclasses.dataclass\nclass SizeHistory:\n",
+           "from tinydynamo.dynamo.automatic_dynamic import FrameState\n\n\nclass SizeHistory(FrameState):\n"
+           "    pass\n\n\n@dataclasses.dataclass\nclass _Unused:\n",
+           "FrameState.update", zero=("test_policy_examples", "test_policy_cases")),
 ]
