@@ -1,5 +1,6 @@
 """aot_autograd end to end: zoo training against eager, and the runtime's eager semantics."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -137,6 +138,25 @@ def test_writing_into_slices_of_an_intermediate_trains_like_eager(backend):
     assert_close(compiled(x, index), writes_into_slices(x, index))
     loss = lambda out: (out * torch.arange(16.0).reshape(4, 4)).sum()  # noqa: E731
     assert_close(grads_of(compiled, [x, index], loss), grads_of(writes_into_slices, [x, index], loss))
+
+
+def writes_steps_into_a_transposed_buffer(x):
+    h = x.transpose(1, 2) * 2  # as RecurrentGemma's scan: zeros_like keeps the transposed strides
+    out = torch.zeros_like(h)
+    for t in range(h.shape[1]):
+        out[:, t] = h[:, t] * (t + 1)  # the backward reads the gradient through as_strided
+    return out.tanh()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_writing_into_a_transposed_intermediate_trains_like_eager(backend):
+    x, = leaves((2, 3, 4))
+    compiled = tinydynamo.compile(writes_steps_into_a_transposed_buffer, backend=backend)
+    loss = lambda out: (out * torch.arange(24.0).reshape(2, 4, 3)).sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")  # it ran eagerly before
+        assert_close(compiled(x), writes_steps_into_a_transposed_buffer(x))
+        assert_close(grads_of(compiled, [x], loss), grads_of(writes_steps_into_a_transposed_buffer, [x], loss))
 
 
 def view_of_input(x, y):
