@@ -159,6 +159,22 @@ def test_writing_into_a_transposed_intermediate_trains_like_eager(backend):
         assert_close(grads_of(compiled, [x], loss), grads_of(writes_steps_into_a_transposed_buffer, [x], loss))
 
 
+def route_with_one_hot(experts, x):
+    return F.one_hot(experts, 5).to(x.dtype) @ x  # as a mixture of experts' router mask
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_one_hot_with_a_class_count_is_traced_without_its_range_checks(backend):
+    # aten's one_hot checks the classes with .item() of their min and max: the frame ran eagerly
+    experts, (x,) = torch.tensor([[0, 3, 4], [4, 1, 0]]), leaves((5, 3))
+    compiled = tinydynamo.compile(route_with_one_hot, backend=backend)
+    loss = lambda out: (out * torch.arange(18.0).reshape(2, 3, 3)).sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")
+        assert_close(compiled(experts, x), route_with_one_hot(experts, x))
+        assert_close(grads_of(compiled, [experts, x], loss), grads_of(route_with_one_hot, [experts, x], loss))
+
+
 def view_of_input(x, y):
     return x.t(), x[1:], y * 2
 

@@ -155,6 +155,27 @@ class SequenceIndicesAsTensors(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class OneHotWithoutChecks(TorchFunctionMode):
+    """``F.one_hot(t, num_classes)`` checks that every class is in range: aten reads ``t``'s
+    min and max with ``.item()``, which the tracer cannot record. The result does not depend
+    on those reads, so the tracer records it as ``t.unsqueeze(-1) == arange(num_classes)``, as
+    a long tensor. (PyTorch's fake tensors skip the checks too.) A class out of range gives a
+    row of zeros, where eager raises."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.one_hot:
+            tensor, num_classes = _one_hot_arguments(*args, **kwargs)
+            if num_classes >= 0:
+                classes = torch.arange(num_classes, device=tensor.device)
+                return (tensor.unsqueeze(-1) == classes).long()
+        return func(*args, **kwargs)
+
+
+def _one_hot_arguments(tensor, num_classes=-1):
+    return tensor, num_classes
+
+
 def _index_with_tensors(index):
     if isinstance(index, list):
         if _is_data(index, nested=False):
@@ -184,7 +205,7 @@ def _run_forward(tracer, fn, inputs, with_backward):
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
           onednn.off(), unseen_by_saved_tensors_hooks()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
-        with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
+        with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer, OneHotWithoutChecks(),
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):
             try:
                 return fn(*inputs)
