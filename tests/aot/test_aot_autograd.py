@@ -159,6 +159,26 @@ def test_writing_into_a_transposed_intermediate_trains_like_eager(backend):
         assert_close(grads_of(compiled, [x], loss), grads_of(writes_steps_into_a_transposed_buffer, [x], loss))
 
 
+def fills_a_zeros_like_buffer(x):
+    out = torch.zeros_like(x)  # Python's binding hands back a detached alias of what the tracer holds
+    for t in range(x.shape[1]):
+        out[:, t] = x[:, t] * (t + 1)
+    return out, out[1:]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_returning_a_factory_result_that_in_place_writes_made_require_grad_trains_like_eager(backend):
+    x, = leaves((3, 4))
+    compiled = tinydynamo.compile(fills_a_zeros_like_buffer, backend=backend)
+    loss = lambda out: (out[0] * torch.arange(12.0).reshape(3, 4)).sum() + out[1].sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")  # it ran eagerly before
+        out, tail = compiled(x)
+        assert tail._base is out and out.requires_grad
+        assert_close((out, tail), fills_a_zeros_like_buffer(x))
+        assert_close(grads_of(compiled, [x], loss), grads_of(fills_a_zeros_like_buffer, [x], loss))
+
+
 def route_with_one_hot(experts, x):
     return F.one_hot(experts, 5).to(x.dtype) @ x  # as a mixture of experts' router mask
 

@@ -69,14 +69,29 @@ def symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad):
     return traced
 
 
-def _view_steps(info):
-    """The (func, args, kwargs, index) steps that re-make a view from its storage's base."""
+def _view_steps(info, base=None):
+    """The (func, args, kwargs, index) steps that re-make a view from ``base`` (by default its
+    storage's base)."""
     steps = []
-    while info.view is not None:
+    while info.view is not None and info is not base:
         view = info.view
         steps.append((view.func, view.args, view.kwargs, view.index))
         info = view.parent
     return tuple(reversed(steps))
+
+
+def _detached_ancestor(info):
+    """The nearest of ``info`` and the tensors it views that ``detach`` made, or None.
+
+    Python's binding of a factory function (``torch.zeros_like``) hands the program a detached
+    alias of the result when anything else holds the result, as the tracer does. Writes that
+    make that alias require grad leave the tracer's tensor without grad: the alias is where the
+    output's autograd history starts."""
+    while info.view is not None:
+        if info.view.func is torch.ops.aten.detach.default:
+            return info
+        info = info.view.parent
+    return None
 
 
 class _OutputAnalysis:
@@ -114,11 +129,15 @@ class _OutputAnalysis:
             while base.view is not None:
                 base = base.view.parent
             if value.requires_grad and not base.tensor.requires_grad:
-                raise NotImplementedError(
-                    "tinydynamo.aot: an output that requires grad through an in-place write is a view "
-                    "of a tensor that does not (out = zeros_like(x); out[0] = x[0]); unsupported")
+                base = _detached_ancestor(info)
+                if base is None or not base.tensor.requires_grad:
+                    raise NotImplementedError(
+                        "tinydynamo.aot: an output that requires grad through an in-place write is a "
+                        "view of a tensor that does not; unsupported")
+                if base is info:
+                    return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
             index = self.graph_output_index(base.tensor)
-            return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info))
+            return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info, base))
         return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
 
 
