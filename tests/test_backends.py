@@ -71,18 +71,18 @@ def test_named_backends_behind_pytorch_dynamo(backend, name):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m: f"grad of {pname}: {m}")
 
 
-def one_hot_of_argmax(x):
-    """transformers' Switch/LongT5 routers: aten's one_hot reads the indices' min and max."""
-    return torch.nn.functional.one_hot(x.argmax(-1), num_classes=4).float() * x.sum()
+def repeat_rows_by_argmax(x):
+    """aten's repeat_interleave reads the repeats' values: the graph's output shape depends on them."""
+    return x.repeat_interleave(x.argmax(-1), dim=0, output_size=5) * x.sum()
 
 
 def test_torch_compile_graphs_tinydynamo_cannot_compile_run_eagerly_with_a_warning():
     torch._dynamo.reset()
-    x = torch.randn(3, 4)
+    x = torch.tensor([[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [2.0, 0.0, 0.0, 0.0]])  # repeats 2, 3, 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = torch.compile(one_hot_of_argmax, backend="tinydynamo", dynamic=False)(x)
-    torch.testing.assert_close(result, one_hot_of_argmax(x))
+        result = torch.compile(repeat_rows_by_argmax, backend="tinydynamo", dynamic=False)(x)
+    torch.testing.assert_close(result, repeat_rows_by_argmax(x))
     assert [str(w.message) for w in caught if "runs eagerly" in str(w.message)]
 
 

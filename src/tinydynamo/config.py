@@ -7,8 +7,10 @@ import contextlib
 import os
 import sys
 
-# Dynamo: how many guarded entries one code object may hold before its frames run eagerly.
+# Dynamo: how many guarded entries one code object may hold, for the same objects checked by id()
+# (a module's ``self``), before its frames run eagerly; and how many it may hold in all.
 cache_size_limit = 8
+accumulated_cache_size_limit = 256
 # When a backend fails to compile a graph, warn and run the frame eagerly instead of raising.
 suppress_errors = os.environ.get("TINYDYNAMO_SUPPRESS_ERRORS", "0") == "1"
 # An unexpected error while translating a frame (a bug in the tracer, not a construct it declines)
@@ -34,6 +36,7 @@ optimize_ddp = os.environ.get("TINYDYNAMO_OPTIMIZE_DDP", "1") == "1"
 
 _OPTIONS = (
     "cache_size_limit",
+    "accumulated_cache_size_limit",
     "suppress_errors",
     "strict",
     "cache_dir",

@@ -1,5 +1,6 @@
 """aot_autograd end to end: zoo training against eager, and the runtime's eager semantics."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -137,6 +138,61 @@ def test_writing_into_slices_of_an_intermediate_trains_like_eager(backend):
     assert_close(compiled(x, index), writes_into_slices(x, index))
     loss = lambda out: (out * torch.arange(16.0).reshape(4, 4)).sum()  # noqa: E731
     assert_close(grads_of(compiled, [x, index], loss), grads_of(writes_into_slices, [x, index], loss))
+
+
+def writes_steps_into_a_transposed_buffer(x):
+    h = x.transpose(1, 2) * 2  # as RecurrentGemma's scan: zeros_like keeps the transposed strides
+    out = torch.zeros_like(h)
+    for t in range(h.shape[1]):
+        out[:, t] = h[:, t] * (t + 1)  # the backward reads the gradient through as_strided
+    return out.tanh()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_writing_into_a_transposed_intermediate_trains_like_eager(backend):
+    x, = leaves((2, 3, 4))
+    compiled = tinydynamo.compile(writes_steps_into_a_transposed_buffer, backend=backend)
+    loss = lambda out: (out * torch.arange(24.0).reshape(2, 4, 3)).sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")  # it ran eagerly before
+        assert_close(compiled(x), writes_steps_into_a_transposed_buffer(x))
+        assert_close(grads_of(compiled, [x], loss), grads_of(writes_steps_into_a_transposed_buffer, [x], loss))
+
+
+def fills_a_zeros_like_buffer(x):
+    out = torch.zeros_like(x)  # Python's binding hands back a detached alias of what the tracer holds
+    for t in range(x.shape[1]):
+        out[:, t] = x[:, t] * (t + 1)
+    return out, out[1:]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_returning_a_factory_result_that_in_place_writes_made_require_grad_trains_like_eager(backend):
+    x, = leaves((3, 4))
+    compiled = tinydynamo.compile(fills_a_zeros_like_buffer, backend=backend)
+    loss = lambda out: (out[0] * torch.arange(12.0).reshape(3, 4)).sum() + out[1].sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")  # it ran eagerly before
+        out, tail = compiled(x)
+        assert tail._base is out and out.requires_grad
+        assert_close((out, tail), fills_a_zeros_like_buffer(x))
+        assert_close(grads_of(compiled, [x], loss), grads_of(fills_a_zeros_like_buffer, [x], loss))
+
+
+def route_with_one_hot(experts, x):
+    return F.one_hot(experts, 5).to(x.dtype) @ x  # as a mixture of experts' router mask
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_one_hot_with_a_class_count_is_traced_without_its_range_checks(backend):
+    # aten's one_hot checks the classes with .item() of their min and max: the frame ran eagerly
+    experts, (x,) = torch.tensor([[0, 3, 4], [4, 1, 0]]), leaves((5, 3))
+    compiled = tinydynamo.compile(route_with_one_hot, backend=backend)
+    loss = lambda out: (out * torch.arange(18.0).reshape(2, 3, 3)).sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="tinydynamo")
+        assert_close(compiled(experts, x), route_with_one_hot(experts, x))
+        assert_close(grads_of(compiled, [experts, x], loss), grads_of(route_with_one_hot, [experts, x], loss))
 
 
 def view_of_input(x, y):

@@ -122,6 +122,9 @@ DYNAMO_DIFFERENCES = {
     "sequential_with_a_printing_layer": "tinydynamo compiles the forward of torch.nn's own modules "
                                         "(Linear, ReLU) when nn.Sequential, running eagerly after "
                                         "its break, calls them; Dynamo skips those frames",
+    "slice_with_tensor_bounds": "Dynamo breaks at the .item() that a tensor bound needs and runs the "
+                                "frame eagerly; tinydynamo breaks at BUILD_SLICE, then at the "
+                                "subscript in its resume function, and compiles the rest",
     "method_on_the_stack": "Dynamo runs the call of the bound method `(x + 1).mul` that its resume "
                            "function receives eagerly; tinydynamo captures it in a second graph",
 }

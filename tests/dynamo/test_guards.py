@@ -517,6 +517,42 @@ def test_cache_size_limit_falls_back_to_eager_with_a_warning():
     assert stats()["fallbacks"] == 1
 
 
+class BreakingLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.linear(x)
+        print(end="")  # a graph break: each layer's forward is a frame of its own
+        return x.relu()
+
+
+class TenBreakingLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(BreakingLayer() for _ in range(10))
+
+    def forward(self, x):
+        for layer in self.layers:  # a break inside the loop: this frame runs eagerly
+            x = layer(x)
+        return x
+
+
+def test_each_instance_of_a_module_gets_its_own_cache_size_limit():
+    # every layer's frame has an entry guarded on id(self): ten instances are no recompiles
+    model, x = TenBreakingLayers(), torch.randn(2, 4)
+    with config.patch(cache_size_limit=2), warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*cache_size_limit")
+        torch.testing.assert_close(tinydynamo.compile(model, backend="eager")(x), model(x))
+    assert len(eval_frame.get_cache_entries(BreakingLayer.forward.__code__)) == 10
+    tinydynamo.reset()
+    with config.patch(accumulated_cache_size_limit=4), \
+            pytest.warns(UserWarning, match=r"BreakingLayer.forward.*accumulated_cache_size_limit=4"):
+        torch.testing.assert_close(tinydynamo.compile(model, backend="eager")(x), model(x))
+    assert len(eval_frame.get_cache_entries(BreakingLayer.forward.__code__)) == 5  # 4, then run eagerly
+
+
 def test_recompile_log_names_the_failed_guard():
     check = Checker(add_one)
     check(torch.randn(3))

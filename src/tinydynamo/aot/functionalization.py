@@ -167,13 +167,22 @@ def _same_layout(a, b):
     return (a.shape, a.stride(), a.storage_offset()) == (b.shape, b.stride(), b.storage_offset())
 
 
+def memory_order(tensor):
+    """``tensor``'s dims from outermost to innermost in memory: ``tensor.permute(order)`` is
+    contiguous (for a transposed tensor, say). None when no order is: a tensor with gaps between
+    its elements, or elements that share memory."""
+    order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
+    return order if tensor.permute(order).is_contiguous() else None
+
+
 def as_strided_arguments(tensor, size, stride, storage_offset=None):
     """``as_strided``'s size, stride and offset, the offset counted from ``tensor``'s first element.
 
     as_strided addresses memory, and graph values have none. But the memory of a contiguous
     tensor, from its first element on, holds its values in row-major order, so on such a tensor
     as_strided is a function of the value: the tracer applies it to a contiguous copy, with this
-    offset. Any other case is refused.
+    offset. Any other case is refused (the tracer first permutes a tensor that is contiguous in
+    another ``memory_order``, so that it is contiguous).
     """
     if not tensor.is_contiguous():
         raise NotImplementedError("tinydynamo.aot: as_strided of a non-contiguous tensor is unsupported")

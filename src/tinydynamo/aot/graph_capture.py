@@ -69,14 +69,29 @@ def symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad):
     return traced
 
 
-def _view_steps(info):
-    """The (func, args, kwargs, index) steps that re-make a view from its storage's base."""
+def _view_steps(info, base=None):
+    """The (func, args, kwargs, index) steps that re-make a view from ``base`` (by default its
+    storage's base)."""
     steps = []
-    while info.view is not None:
+    while info.view is not None and info is not base:
         view = info.view
         steps.append((view.func, view.args, view.kwargs, view.index))
         info = view.parent
     return tuple(reversed(steps))
+
+
+def _detached_ancestor(info):
+    """The nearest of ``info`` and the tensors it views that ``detach`` made, or None.
+
+    Python's binding of a factory function (``torch.zeros_like``) hands the program a detached
+    alias of the result when anything else holds the result, as the tracer does. Writes that
+    make that alias require grad leave the tracer's tensor without grad: the alias is where the
+    output's autograd history starts."""
+    while info.view is not None:
+        if info.view.func is torch.ops.aten.detach.default:
+            return info
+        info = info.view.parent
+    return None
 
 
 class _OutputAnalysis:
@@ -114,11 +129,15 @@ class _OutputAnalysis:
             while base.view is not None:
                 base = base.view.parent
             if value.requires_grad and not base.tensor.requires_grad:
-                raise NotImplementedError(
-                    "tinydynamo.aot: an output that requires grad through an in-place write is a view "
-                    "of a tensor that does not (out = zeros_like(x); out[0] = x[0]); unsupported")
+                base = _detached_ancestor(info)
+                if base is None or not base.tensor.requires_grad:
+                    raise NotImplementedError(
+                        "tinydynamo.aot: an output that requires grad through an in-place write is a "
+                        "view of a tensor that does not; unsupported")
+                if base is info:
+                    return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
             index = self.graph_output_index(base.tensor)
-            return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info))
+            return OutputInfo(OutputType.ALIAS_OF_INTERMEDIATE, index, _view_steps(info, base))
         return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
 
 
@@ -155,6 +174,27 @@ class SequenceIndicesAsTensors(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class OneHotWithoutChecks(TorchFunctionMode):
+    """``F.one_hot(t, num_classes)`` checks that every class is in range: aten reads ``t``'s
+    min and max with ``.item()``, which the tracer cannot record. The result does not depend
+    on those reads, so the tracer records it as ``t.unsqueeze(-1) == arange(num_classes)``, as
+    a long tensor. (PyTorch's fake tensors skip the checks too.) A class out of range gives a
+    row of zeros, where eager raises."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.one_hot:
+            tensor, num_classes = _one_hot_arguments(*args, **kwargs)
+            if num_classes >= 0:
+                classes = torch.arange(num_classes, device=tensor.device)
+                return (tensor.unsqueeze(-1) == classes).long()
+        return func(*args, **kwargs)
+
+
+def _one_hot_arguments(tensor, num_classes=-1):
+    return tensor, num_classes
+
+
 def _index_with_tensors(index):
     if isinstance(index, list):
         if _is_data(index, nested=False):
@@ -184,7 +224,7 @@ def _run_forward(tracer, fn, inputs, with_backward):
     with (torch.random.fork_rng(devices=cuda_devices), torch.backends.cudnn.flags(enabled=False),
           onednn.off(), unseen_by_saved_tensors_hooks()):
         # A program that switches grad on itself is traced from the grad mode it is called in.
-        with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer,
+        with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer, OneHotWithoutChecks(),
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):
             try:
                 return fn(*inputs)

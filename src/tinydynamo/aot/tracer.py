@@ -45,6 +45,7 @@ from .functionalization import (
     as_strided_arguments,
     functional_arguments,
     functional_variant,
+    memory_order,
     mutated_arguments,
     num_fresh_results,
     view_inverse,
@@ -359,8 +360,14 @@ class DispatchTracer(TorchDispatchMode):
 
     def _trace_as_strided(self, args, kwargs):
         """as_strided, applied in the graph to a contiguous copy of its input (see
-        ``as_strided_arguments``); writes through the view come back with as_strided_scatter."""
+        ``as_strided_arguments``); writes through the view come back with as_strided_scatter.
+        An input whose memory holds its dims in another order (a transposed tensor: autograd's
+        backward of a write into a view of one) is first permuted into that order, a view too:
+        as_strided reads the same memory through it."""
         func = aten.as_strided.default
+        order = None if args[0].is_contiguous() else memory_order(args[0])
+        if order is not None:
+            args = (self.__torch_dispatch__(aten.permute.default, (), (args[0], order)), *args[1:])
         parent = self._infos.get(id(args[0])) or self._add_constant(args[0])
         if parent.storage.input_index is not None:
             raise NotImplementedError(

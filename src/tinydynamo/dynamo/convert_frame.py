@@ -18,6 +18,10 @@ runs eagerly; a cache entry holding the *original* bytecode, guarded by what tra
 so far, keeps it from being retranslated on every call. With ``fullgraph=True`` the error goes
 to the user instead.
 Past ``config.cache_size_limit`` entries per code object, the frame runs eagerly (with a warning).
+As in Dynamo, only the entries made for the same objects that the guards check by id() count:
+a layer's ``forward`` breaks its graph and compiles once for each of the model's 12 layers, with an
+ID_MATCH guard on its ``self``, and that is no recompile. ``config.accumulated_cache_size_limit``
+bounds all entries of a code object.
 
 Threads: the callback runs under ``compile_lock``, so when several threads make a first call at
 once, one compiles and the others, once they have the lock, find its new entry and run it.
@@ -40,7 +44,7 @@ from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
 from .ddp_optimizer import DDPOptimizer, active_ddp_module
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
-from .guards import AUTOCAST_DEVICES, Guard, GuardBuilder, watch_ids
+from .guards import AUTOCAST_DEVICES, Guard, GuardBuilder, same_id_matched_args, watch_ids
 from .output_graph import OutputGraph, installed_globals
 from .resume_execution import ContinueExecutionCache
 from .symbolic_convert import InstructionTranslator, decoded
@@ -204,9 +208,11 @@ class ConvertFrame:
             if added_meanwhile is not None:
                 counters["cache_hits"] += 1
                 return added_meanwhile[2]
-            if len(mine) >= config.cache_size_limit:
-                self.give_up(code, entries, failed_guards(mine[-1], func, args))
-                return None
+            same_objects = [entry for entry in mine if same_id_matched_args(entry[1], args)]
+            for limit, held in (("cache_size_limit", same_objects), ("accumulated_cache_size_limit", mine)):
+                if len(held) >= getattr(config, limit):
+                    self.give_up(code, entries, failed_guards(held[-1], func, args), limit)
+                    return None
             if mine:
                 counters["recompiles"] += 1
                 trace_artifact("recompiles", lambda: f"recompiling {describe(code)}; failed guards of "
@@ -216,12 +222,12 @@ class ConvertFrame:
     def is_root(self, code):
         return ContinueExecutionCache.original(code, 0)[0] in self.root_codes
 
-    def give_up(self, code, entries, failed):
+    def give_up(self, code, entries, failed, limit="cache_size_limit"):
         """Past the cache size limit: warn once, and run the frame eagerly from now on."""
         if code not in self.warned:
             self.warned.add(code)
-            warnings.warn(f"tinydynamo: {describe(code)} reached config.cache_size_limit="
-                          f"{config.cache_size_limit}; last failed guard: {failed[0] if failed else None}; "
+            warnings.warn(f"tinydynamo: {describe(code)} reached config.{limit}="
+                          f"{getattr(config, limit)}; last failed guard: {failed[0] if failed else None}; "
                           "it runs eagerly from now on", stacklevel=2)
         entries.append((self, always, eager_code(code)))
         counters["fallbacks"] += 1

@@ -278,6 +278,9 @@ class GuardBuilder:
         fn.parts = parts
         fn.failures = lambda *args: self.failures(parts, args)
         fn.watched, self.watched = self.watched, []  # (see watch_ids)
+        fn.id_matched_args = {self.arg_names.index(g.source.local_name): id(g.value) for g in guards
+                              if g.kind == "ID_MATCH" and isinstance(g.source, LocalSource)
+                              and g.source.local_name in self.arg_names}  # (see same_id_matched_args)
         return fn
 
     def failures(self, parts, args):
@@ -288,6 +291,14 @@ class GuardBuilder:
             if not check(*args):
                 failed.append(f"{code}  # {comment}")
         return failed
+
+
+def same_id_matched_args(guard_fn, args):
+    """Whether the arguments that ``guard_fn`` checks by id() (a module's ``self``) are these
+    ``args``: the entry was made for the same objects. (An entry of a frame that ran eagerly
+    has none: it counts for any objects.)"""
+    matched = getattr(guard_fn, "id_matched_args", {})
+    return all(id(args[i]) == expected for i, expected in matched.items())
 
 
 def watch_ids(guard_fn, on_death):

@@ -31,6 +31,8 @@ NUMPY_CONSTANT_TYPES = (np.dtype, np.iinfo, np.finfo, np.number, np.bool_)
 def is_constant_value(value):
     if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size):
         return all(is_constant_value(v) for v in value)
+    if type(value) is slice:  # a graph break can hand a resume function slice(tensor, tensor)
+        return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
     return type(value) in CONSTANT_TYPES or isinstance(value, NUMPY_CONSTANT_TYPES)
 
 
