@@ -3,7 +3,7 @@
 Each catalogue (``tests/course/mutants/aNN.py``, see ``tinydynamo.course.checking`` for how to add a
 mutant) runs in its own process, two at a time: the in-process grader runs the solution notebook's
 cells with one edit applied and stops once the mutant is proven caught. Grading every catalogue
-takes about 20 minutes on two cores, so it is its own target, ``make test-mutants``; ``make test``
+takes 5 to 8 minutes on two cores, so it is its own target, ``make test-mutants``; ``make test``
 checks that each catalogue is complete.
 """
 import concurrent.futures

@@ -15,7 +15,7 @@ from torch.utils._pytree import tree_leaves
 from .._logging import trace_artifact
 from ..collectives import WAIT, is_collective
 from ..prims.primitives import Prim
-from . import ir
+from . import ir, select_algorithm
 from .indexing import contiguous_strides
 from .lowering import lowerings
 from .sizevars import SizeVarAllocator, is_size
@@ -186,6 +186,8 @@ class GraphLowering(torch.fx.Interpreter):
         args = _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, args)
         kwargs = {k: _map(lambda v: self.realize(v) if isinstance(v, ir.IRNode) else v, v)
                   for k, v in kwargs.items()}
+        if name == "mm" and self.device_type == "cpu" and not kwargs and _mm_library(args) == "onednn":
+            name, kernel = "onednn_mm", select_algorithm.onednn_mm
         meta = self.current_node.meta.get("val")
         if meta is None and _returns_nothing(self.current_node.target):  # a check that may raise
             self.register_buffer(lambda buf: ir.ExternKernel(buf, None, kernel, args, kwargs, name))
@@ -217,6 +219,15 @@ class GraphLowering(torch.fx.Interpreter):
         lines += [f"{b}" for b in self.buffers]
         lines.append(f"outputs: {_map(lambda v: getattr(v, 'name', str(v)), self.graph_outputs)}")
         return "loop IR\n" + "\n".join(lines)
+
+
+def _mm_library(args):
+    """"aten" or "onednn" for a matrix product: measured for static operands (see
+    select_algorithm.py), ATen's for symbolic ones."""
+    layouts = [ir.as_storage_and_layout(a) for a in args]
+    if len(args) != 2 or None in layouts or not all(layout.is_static() for _, layout in layouts):
+        return "aten"
+    return select_algorithm.mm_library(layouts[0][1], layouts[1][1])
 
 
 # --------------------------------------------------------------------------- analysis of the FX graph
