@@ -132,6 +132,14 @@ def test_a_lower_float32_precision_is_not_taken_by_onednn(monkeypatch):
         torch.set_float32_matmul_precision(previous)
 
 
+@pytest.mark.filterwarnings("ignore:TF32 acceleration")  # torch's flags() on a build without XPU
+def test_onednn_disabled_after_compiling_is_not_called(monkeypatch):
+    a, b = torch.randn(300, 500), torch.randn(500, 200)
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", None)  # would raise if called
+    with torch.backends.mkldnn.flags(enabled=False):
+        assert torch.equal(select_algorithm.onednn_mm(a, b), torch.mm(a, b))
+
+
 def test_measuring_picks_the_faster_library(monkeypatch, tmp_path):
     monkeypatch.setattr(select_algorithm, "_choices", {})
     slow = select_algorithm.onednn_mm

@@ -16,8 +16,9 @@ operands of the graph's sizes and strides, and the faster one is called.
   keeps eager's rounding.
 - A choice is remembered per machine, PyTorch version, thread count, sizes and strides: in this
   process, and as a small file in ``config.cache_dir``, so a second process measures nothing.
-- oneDNN computes in float32 only while PyTorch's float32 matmul precision is "highest" (the
-  default); a call made under a lower precision goes to ``torch.mm``, as eager's does.
+- oneDNN is called only while it is enabled and PyTorch's float32 matmul precision is "highest"
+  (the defaults); a call made after ``torch.backends.mkldnn.flags(enabled=False)`` or under a
+  lower precision goes to ``torch.mm``, as eager's does.
 """
 import functools
 import hashlib
@@ -41,20 +42,23 @@ _lock = threading.Lock()
 
 
 def onednn_mm(a, b):
-    """``a @ b`` by oneDNN's matmul: a linear layer whose weight is ``b.t()``."""
-    if not _onednn_keeps_float32():
+    """``a @ b`` by oneDNN's matmul: a linear layer whose weight is ``b.t()``. Under settings made
+    after compiling that rule oneDNN out (see ``_onednn_allowed``), ``torch.mm``."""
+    if not _onednn_allowed():
         return torch.mm(a, b)
     return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
 
 
-def _onednn_keeps_float32():
+def _onednn_allowed():
+    """oneDNN is enabled (``torch.backends.mkldnn.flags``), and float32 stays float32: PyTorch's
+    float32 matmul precision is "highest", and oneDNN's own is not lowered either."""
     mkldnn_precision = getattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision", "none")
-    return torch.get_float32_matmul_precision() == "highest" and mkldnn_precision in ("none", "ieee")
+    return (torch.backends.mkldnn.enabled and torch.get_float32_matmul_precision() == "highest"
+            and mkldnn_precision in ("none", "ieee"))
 
 
 def _onednn_available():
-    return (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
-            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
 def mm_library(a_layout, b_layout):
@@ -62,7 +66,7 @@ def mm_library(a_layout, b_layout):
     Layouts (CPU tensors)."""
     (m, k), n = a_layout.size, b_layout.size[1]
     if (a_layout.dtype != torch.float32 or b_layout.dtype != torch.float32 or m * n * k < MIN_MACS
-            or not _onednn_available() or not _onednn_keeps_float32()):
+            or not _onednn_available() or not _onednn_allowed()):
         return "aten"
     key = (_machine(), torch.__version__, torch.get_num_threads(),
            a_layout.size, a_layout.stride, b_layout.size, b_layout.stride)
