@@ -175,7 +175,7 @@ class CppOverrides:
 
     @staticmethod
     def exp(x):
-        return _math("td_exp", x)  # the prelude's exp: its own for float, libmvec's for double
+        return _math("td_exp", x)  # the prelude's exp, without glibc's slow path for tiny results
 
     @staticmethod
     def log(x):

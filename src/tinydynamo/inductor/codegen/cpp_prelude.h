@@ -83,45 +83,20 @@ template <typename T> static inline T td_minimum(T a, T b) { return a != a ? a :
 // sign(nan) is 0, as in torch.sign.
 template <typename T> static inline T td_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : T(0)); }
 
-// float exp, inline, so that a loop calling it vectorizes without a call per vector (which spills
-// every vector register) and without libmvec's scalar path for lanes whose result is subnormal or
-// 0 (x < -87.3, the -inf of an attention mask included). Cephes' method: exp(x) = 2^n exp(r), with
-// n = round(x / ln 2) (adding and subtracting 1.5 * 2^23 rounds to nearest) and r = x - n ln 2 in
-// two parts (exact), exp(r) by a degree-7 polynomial on |r| <= ln(2)/2: within 1.02 ulp of the
-// exact result over the whole range, subnormal results included, which 2^n reaches in two steps
-// of half the exponent each (only the last multiplication rounds).
-static inline float td_float_from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-static inline float td_expf(float x) {
-  float clamped = x != x ? 0.0f : (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x));
-  float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float y = p * r * r + r + 1.0f;
-  int32_t k = static_cast<int32_t>(n);
-  int32_t half = k / 2;
-  float result = y * td_float_from_bits(static_cast<uint32_t>(half + 127) << 23)
-                   * td_float_from_bits(static_cast<uint32_t>(k - half + 127) << 23);
-  if (x > 88.72283935546875f) result = std::numeric_limits<float>::infinity();
-  if (x < -103.97208f) result = 0.0f;
-  return x != x ? x : result;
-}
-
-// double exp without glibc's slow path where eager's result is 0: libmvec's vector exp falls back
-// to scalar code for every vector that holds one lane whose result is subnormal or 0. An input
-// whose exp rounds to 0 (x < -746, -inf included) is replaced by a harmless one before the call,
-// and its result by 0 after. The bounds are variables, not constants: GCC would fold
-// exp(constant) and call exp on x itself.
-double td_exp_safe_input = 0.0;
+// exp without glibc's slow path where eager's result is 0. Its vector expf falls back to scalar
+// code for every vector that holds one lane whose result is below float's smallest normal number
+// (x < -87.3, -inf included): a causal attention mask, half -inf, makes softmax three times
+// slower. An input whose exp rounds to 0 (x < -104 for float, -inf included) is replaced by a
+// harmless one before the call, and its result by 0 after. Subnormal results (-104 < x < -87.3)
+// still take the slow path: they are exact, as eager's (log(exp(-90)) is -90, not -inf). The
+// bounds are variables, not constants: GCC would fold exp(constant) and call exp on x itself.
+float td_exp_safe_input = 0.0f;
+float td_expf_floor = -104.0f;
 double td_exp_floor = -746.0;
+static inline float td_expf(float x) {
+  float result = expf(x < td_expf_floor ? td_exp_safe_input : x);
+  return x < td_expf_floor ? 0.0f : result;
+}
 static inline double td_exp(double x) {
   double result = exp(x < td_exp_floor ? td_exp_safe_input : x);
   return x < td_exp_floor ? 0.0 : result;
