@@ -1,4 +1,6 @@
 """The scheduler: what fuses, what must not, dead buffers, local buffers and buffer reuse."""
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -112,6 +114,56 @@ def test_a_costly_value_read_by_several_reductions_is_computed_once_in_a_row_buf
     local = scheduler.kernels[0].local_buffers
     assert 48 in local.values()  # the gelu+residual row, computed once, kept per thread
     check_torch(fn, [x, bias, r, w, b], atol=1e-5, rtol=1e-5)
+
+
+def _local_arrays(fn, inputs):
+    """The local rows a kernel declares on the stack (``float buf1[128];``)."""
+    _, module = generated(torch_graph(fn, inputs), inputs)
+    return re.findall(r"(?:float|double) (buf\d+)\[", module.kernels_source)
+
+
+def _two_outputs(x):
+    """Two outputs read the exponentials: the row lives in the second, which the first reads."""
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True), e * 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.softmax(x, -1),
+    lambda x: torch.softmax(x.double(), -1),
+    lambda x: F.layer_norm(F.gelu(x, approximate="tanh") + 1, (128,)),
+    _two_outputs,
+    lambda x: torch.roll(torch.softmax(x, -1), 3, -1),
+], ids=["softmax", "softmax_double", "gelu_layer_norm", "two_outputs", "roll"])
+def test_a_local_row_lives_in_the_row_of_the_output_that_reads_it_last(fn):
+    """exp(x - max) is stored into the output's row and scaled there in place (as ATen does): the
+    output's cache misses come in the exp pass, behind its arithmetic, not in a pass of stores."""
+    x = torch.randn(16, 128)
+    assert _local_arrays(fn, [x]) == []
+    check_torch(fn, [x], atol=1e-5, rtol=1e-5)
+
+
+def _read_after_the_output(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    y = e / e.sum(-1, keepdim=True)
+    return y, (e * y).sum(-1)
+
+
+@pytest.mark.parametrize("fn", [
+    _read_after_the_output,  # the row is read again after the output is written
+    lambda x: torch.softmax(x, -1).to(torch.bfloat16),  # the output is narrower than the row
+], ids=["read_after", "bfloat16"])
+def test_a_local_row_stays_on_the_stack_when_the_output_cannot_hold_it(fn):
+    x = torch.randn(16, 128)
+    assert len(_local_arrays(fn, [x])) == 1
+    check_torch(fn, [x], atol=1e-5, rtol=8e-3)  # bfloat16's rounding: one of its ulps
+
+
+@pytest.mark.parametrize("shape, dim", [((4, 6, 32), -1), ((4, 6, 32), 1), ((3, 40), 0), ((2, 3, 4, 33), -1)])
+def test_softmax_with_its_row_in_the_output_matches_eager_over_any_dim(shape, dim):
+    x = torch.randn(shape) * 4
+    check_torch(lambda x: torch.softmax(x, dim), [x], atol=1e-6, rtol=1e-5)
+    check_torch(lambda x: torch.log_softmax(x, dim), [x], atol=1e-5, rtol=1e-5)
 
 
 def test_a_column_reduction_is_not_fused_with_its_row_wise_consumer():

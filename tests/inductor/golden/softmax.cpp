@@ -2,7 +2,6 @@
 static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf3) {
   for (int64_t x0 = 0; x0 < 32; ++x0) {
     float buf0;
-    float buf1[64];
     float buf2;
     float acc0 = -std::numeric_limits<float>::infinity();
     int acc0_nan = 0;
@@ -20,14 +19,14 @@ static void kernel0(const float* __restrict__ arg0_x_1, float* __restrict__ buf3
       float tmp3 = arg0_x_1[64*x0 + x1];
       float tmp4 = tmp3 - buf0;
       float tmp5 = td_expf(tmp4);
-      buf1[x1] = tmp5;
-      float tmp6 = buf1[x1];
+      buf3[64*x0 + x1] = tmp5;
+      float tmp6 = buf3[64*x0 + x1];
       acc2 = acc2 + tmp6;
     }
     buf2 = acc2;
     #pragma omp simd
     for (int64_t x1 = 0; x1 < 64; ++x1) {
-      float tmp7 = buf1[x1];
+      float tmp7 = buf3[64*x0 + x1];
       float tmp8 = 1.0f / buf2;
       float tmp9 = tmp7 * tmp8;
       buf3[64*x0 + x1] = tmp9;
