@@ -88,18 +88,27 @@ template <typename T> static inline T td_sign(T a) { return a > 0 ? T(1) : (a < 
 // (x < -87.3, -inf included): a causal attention mask, half -inf, makes softmax three times
 // slower. An input whose exp rounds to 0 (x < -104 for float, -inf included) is replaced by a
 // harmless one before the call, and its result by 0 after. Subnormal results (-104 < x < -87.3)
-// still take the slow path: they are exact, as eager's (log(exp(-90)) is -90, not -inf). The
-// bounds are variables, not constants: GCC would fold exp(constant) and call exp on x itself.
+// still take the slow path: they are exact, as eager's (log(exp(-90)) is -90, not -inf).
+// GCC sees through a select on the result: since the select throws that lane's result away, it
+// calls exp on x itself. So the result is cleared with a bitwise and, which GCC does not undo;
+// and the bounds are variables, or GCC would fold exp(constant).
 float td_exp_safe_input = 0.0f;
 float td_expf_floor = -104.0f;
 double td_exp_floor = -746.0;
+template <typename T, typename Bits> static inline T td_zero_unless(T value, bool keep) {
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits &= keep ? ~Bits(0) : Bits(0);
+  std::memcpy(&value, &bits, sizeof(bits));
+  return value;
+}
 static inline float td_expf(float x) {
-  float result = expf(x < td_expf_floor ? td_exp_safe_input : x);
-  return x < td_expf_floor ? 0.0f : result;
+  bool zero = x < td_expf_floor;
+  return td_zero_unless<float, uint32_t>(expf(zero ? td_exp_safe_input : x), !zero);
 }
 static inline double td_exp(double x) {
-  double result = exp(x < td_exp_floor ? td_exp_safe_input : x);
-  return x < td_exp_floor ? 0.0 : result;
+  bool zero = x < td_exp_floor;
+  return td_zero_unless<double, uint64_t>(exp(zero ? td_exp_safe_input : x), !zero);
 }
 
 // Low precision floats are stored as 16 bits and computed in float; each op's result is rounded
