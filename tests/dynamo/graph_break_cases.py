@@ -878,3 +878,10 @@ def partial_that_prints(x):
     y = scale(x)
     print("partial applied")
     return helper_that_prints(y)
+
+
+@case(T(1), T(1))
+def sorting_compares_tensors_with_equal_keys(x, y):
+    pairs = sorted([(1, x + 1), (1, y)])  # equal keys: the tensors decide, by their values
+    return pairs[0][1] * 2
+

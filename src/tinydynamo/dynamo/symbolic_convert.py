@@ -1160,11 +1160,18 @@ class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.yielded = None  # what the last YIELD_VALUE gave, until the next resumption
+        self.started = False  # whether it ran up to its first yield
 
-    def next_value(self):
-        """Run to the next ``yield``: the value yielded, or None once the generator returned."""
+    def next_value(self, sent=None):
+        """Run to the next ``yield``: the value yielded, or None once the generator returned.
+        ``sent`` is the value that ``generator.send`` gives the ``yield`` it resumes."""
         if self.done:
             return None
+        if sent is not None:
+            if not self.started:
+                raise_at_trace_time(TypeError("can't send non-None value to a just-started generator"))
+            self.stack[-1] = sent  # in place of the None that YIELD_VALUE left
+        self.started = True
         self.yielded = None
         self.run()
         return self.yielded
@@ -1180,5 +1187,29 @@ class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
         self.push(ConstantVariable(None))  # the value sent back in
 
     def RETURN_VALUE(self, inst):
-        self.pop()
+        self.return_value = self.pop()  # the value of a ``yield from`` of this generator
         self.done = True
+
+    def GET_YIELD_FROM_ITER(self, inst):
+        self.push(self.call_builtin(iter, self.pop()))
+
+    def SEND(self, inst):
+        """``yield from``'s step: pass the value sent in on to the inner iterator; when that is
+        exhausted, its return value replaces it (3.11) or goes above it (3.12, for END_SEND)."""
+        value = self.pop()
+        receiver = self.stack[-1]
+        if not isinstance(receiver, ListIteratorVariable):
+            unsupported(f"`yield from` {receiver}")
+        item = receiver.send(value)
+        if item is not None:
+            self.push(item)
+            return
+        result = receiver.return_value()
+        if PY312:
+            self.push(result)
+        else:
+            self.stack[-1] = result
+        self.jump(inst)
+
+    def END_SEND(self, inst):  # 3.12
+        del self.stack[-2]

@@ -23,11 +23,12 @@ import torch
 from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker, call_handler
-from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, wrap_constant
+from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import (BaseListVariable, ListIteratorVariable, ListVariable, MapIteratorVariable, TupleVariable,
-                    ZipIteratorVariable, sorted_items)
+from .lists import (BaseListVariable, CountIteratorVariable, CycleIteratorVariable, GroupByIteratorVariable,
+                    IsliceIteratorVariable, ListIteratorVariable, ListVariable, MapIteratorVariable,
+                    RepeatIteratorVariable, TupleVariable, ZipIteratorVariable, sorted_items)
 from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
@@ -64,7 +65,7 @@ PURE_BUILTINS = {
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", open: "open()",
                         input: "input()", delattr: "delattr()",
-                        globals: "globals()", locals: "locals()", vars: "vars()", exec: "exec()",
+                        globals: "globals()", locals: "locals()", exec: "exec()",
                         eval: "eval()"}
 
 
@@ -191,6 +192,12 @@ class BuiltinVariable(VariableTracker):
         tx.output.add_guard(Guard(obj.source, "ID_MATCH", value))
         return ConstantVariable(id(value))
 
+    def call_vars(self, tx, obj=None):
+        """``vars(obj)``: ``obj.__dict__``; ``vars()`` is the frame's locals."""
+        if obj is None:
+            unsupported("vars() without an argument (the frame's locals)")
+        return obj.var_getattr(tx, "__dict__")
+
     def call_callable(self, tx, obj):
         try:
             return ConstantVariable(callable(obj.python_object()))
@@ -199,7 +206,7 @@ class BuiltinVariable(VariableTracker):
 
     def call_type(self, tx, obj):
         cls = obj.python_type()
-        if cls in HANDLERS:  # type(xs)(...) builds a list, a tuple, a dict... as list(...) does
+        if cls in HANDLERS or cls in PURE_BUILTINS:  # type(xs)(...) builds a list, as list(...) does
             return BuiltinVariable(cls)
         return TypeVariable(cls)
 
@@ -310,8 +317,20 @@ class BuiltinVariable(VariableTracker):
 
     def call_repeat(self, tx, item, times=None):
         if times is None:
-            unsupported("itertools.repeat() without `times` (an endless iterator)")
+            return RepeatIteratorVariable(item)
         return ListIteratorVariable([item] * times.as_python_constant())
+
+    def call_count(self, tx, start=None, step=None):
+        start, step = (ConstantVariable(default) if v is None else v for v, default in ((start, 0), (step, 1)))
+        if not (start.is_python_constant() and step.is_python_constant()):
+            unsupported(f"itertools.count({start}, {step}) that does not count in constants")
+        return CountIteratorVariable(start.as_python_constant(), step.as_python_constant())
+
+    def call_cycle(self, tx, seq):
+        return CycleIteratorVariable(self.call_iter(tx, seq))
+
+    def call_groupby(self, tx, seq, key=None):
+        return GroupByIteratorVariable(tx, self.call_iter(tx, seq), None if key is None or is_none(key) else key)
 
     def call_itemgetter(self, tx, *keys):
         return OperatorGetterVariable(operator.itemgetter, [k.as_python_constant() for k in keys])
@@ -320,8 +339,12 @@ class BuiltinVariable(VariableTracker):
         return OperatorGetterVariable(operator.attrgetter, [n.as_python_constant() for n in names])
 
     def call_islice(self, tx, seq, *bounds):
-        items = seq.unpack_var_sequence(tx)
-        return ListIteratorVariable(fold(itertools.islice, items, *[b.as_python_constant() for b in bounds]))
+        """Lazy, as ``itertools.islice(count(), 3)`` needs; its arguments are checked by slicing
+        an empty list the same way."""
+        bounds = [b.as_python_constant() for b in bounds]
+        fold(itertools.islice, [], *bounds)
+        bounds = slice(*bounds)
+        return IsliceIteratorVariable(self.call_iter(tx, seq), bounds.start or 0, bounds.stop, bounds.step or 1)
 
     def call_method(self, tx, name, args, kwargs):
         """``dict.fromkeys`` / ``OrderedDict.fromkeys`` and ``itertools.chain.from_iterable``."""
@@ -452,7 +475,8 @@ HANDLERS = {
     inspect.signature, sorted, itertools.combinations, itertools.permutations, itertools.zip_longest,
     itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
     itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
-    itertools.repeat, operator.itemgetter, operator.attrgetter, id,
+    itertools.repeat, operator.itemgetter, operator.attrgetter, id, itertools.count, itertools.cycle,
+    itertools.groupby, vars,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 

@@ -147,6 +147,22 @@ class ConstDictVariable(VariableTracker):
         key = next(reversed(self.items)) if from_end else next(iter(self.items))
         return TupleVariable([key_tracker(tx, key), self.items.pop(key)])
 
+    def method_move_to_end(self, tx, key, last=None):
+        """``OrderedDict.move_to_end``: the item goes last (or, with ``last=False``, first)."""
+        if not issubclass(self.dict_cls, collections.OrderedDict):
+            raise_at_trace_time(AttributeError(f"'{self.dict_cls.__name__}' object has no attribute 'move_to_end'"))
+        self.mutable(tx)
+        k = self.key(tx, key)
+        if k not in self.items:
+            raise_at_trace_time(KeyError(k))
+        value = self.items.pop(k)
+        rest = {} if last is None or last.as_python_constant() else dict(self.items)
+        for moved in rest:
+            del self.items[moved]
+        self.items[k] = value
+        self.items.update(rest)
+        return ConstantVariable(None)
+
     def merged(self, tx, other):
         """``self | other``: a new dict of self's class."""
         if not isinstance(other, ConstDictVariable):
@@ -181,6 +197,9 @@ def dict_from(tx, mapping, kwargs, dict_cls=dict):
     items = {}
     if isinstance(mapping, ConstDictVariable):
         items.update(mapping.items)
+    elif mapping is not None and issubclass(mapping.python_type(), dict):  # as Python: keys(), then items
+        for key in mapping.call_method(tx, "keys", [], {}).unpack_var_sequence(tx):
+            items[key.as_python_constant()] = mapping.call_method(tx, "__getitem__", [key], {})
     elif mapping is not None:
         for pair in mapping.unpack_var_sequence(tx):
             key, value = pair.unpack_var_sequence(tx)

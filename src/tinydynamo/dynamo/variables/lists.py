@@ -6,23 +6,51 @@ source) is also written back after the graph, since the caller sees it (``side_e
 """
 import collections
 import inspect
+import itertools
 import types
 
 import torch
 
 from ..exc import raise_at_trace_time, unsupported
 from .base import VariableTracker, call_handler
-from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, wrap_constant
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_none, wrap_constant
+
+
+class NotComparable(BaseException):  # not an Exception: ``fold`` must let it through
+    """Sorting compared a value that is not a constant (a tensor compares by its data)."""
+
+
+class OpaqueKey:
+    """A sort key's part that is not a constant. Tuples compare their items in order and stop at
+    the first that differ, so ``sorted(d.items())`` with distinct constant keys never compares
+    the tensors next to them; if sorting does compare one, we give up."""
+
+    def __eq__(self, other):
+        raise NotComparable
+
+    __lt__ = __gt__ = __le__ = __ge__ = __eq__
+    __hash__ = object.__hash__
+
+
+def comparable(key):
+    """The Python value that sorting ``key`` compares: a constant, a tuple or list of them, or
+    an OpaqueKey."""
+    if key.is_python_constant():
+        return key.as_python_constant()
+    if isinstance(key, BaseListVariable):
+        return key.python_cls(comparable(item) for item in key.items)
+    return OpaqueKey()
 
 
 def sorted_items(tx, items, key=None, reverse=None):
     """The trackers ``items`` in the order ``sorted(..., key=key, reverse=reverse)`` puts them,
-    with ``key`` traced on each item; the keys must be constants."""
-    keys = [key.call_function(tx, [item], {}) if key is not None else item for item in items]
-    if not all(k.is_python_constant() for k in keys):
+    with ``key`` traced on each item; what the sort compares must be constants."""
+    keys = [comparable(key.call_function(tx, [item], {}) if key is not None else item) for item in items]
+    try:
+        order = fold(sorted, range(len(items)), key=keys.__getitem__,
+                     reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
+    except NotComparable:
         unsupported("sorting by keys that are not constants (tensors compare by value)")
-    order = fold(sorted, range(len(items)), key=lambda i: keys[i].as_python_constant(),
-                 reverse=bool(reverse.as_python_constant()) if reverse is not None else False)
     return [items[i] for i in order]
 
 
@@ -311,6 +339,21 @@ class ListIteratorVariable(VariableTracker):
         self.index += 1
         return self.items[self.index - 1]
 
+    def is_endless(self):
+        """Whether it never runs out (``itertools.count()``): a loop over it must ``break``."""
+        return False
+
+    def send(self, value):
+        """``iterator.send(value)`` as ``yield from`` makes it: the next item, or None at the end.
+        Only a generator takes a value other than None."""
+        if not is_none(value):
+            unsupported(f"sending a value to {self}, which is not a generator")
+        return self.next_item()
+
+    def return_value(self):
+        """The value that ``yield from`` of it gives once it is exhausted."""
+        return ConstantVariable(None)
+
     def unpack_var_sequence(self, tx):
         rest, self.index = self.items[self.index:], len(self.items)
         return rest
@@ -327,6 +370,8 @@ class LazyIteratorVariable(ListIteratorVariable):
         super().__init__([])
 
     def unpack_var_sequence(self, tx):
+        if self.is_endless():
+            unsupported(f"unpacking all the items of the endless iterator {self}")
         items = []
         while (item := self.next_item()) is not None:
             items.append(item)
@@ -345,6 +390,22 @@ class GeneratorVariable(LazyIteratorVariable):
     def next_item(self):
         return self.frame.next_value()
 
+    def send(self, value):
+        return self.frame.next_value(None if is_none(value) else value)
+
+    def return_value(self):
+        return ConstantVariable(None) if self.frame.return_value is None else self.frame.return_value
+
+    def call_method(self, tx, name, args, kwargs):
+        if name != "send" or len(args) != 1 or kwargs:
+            return super().call_method(tx, name, args, kwargs)
+        item = self.send(args[0])
+        if item is None:
+            if not is_none(self.return_value()):
+                unsupported("a generator's return value carried by the StopIteration of send()")
+            raise_at_trace_time(StopIteration())
+        return item
+
     def python_type(self):
         return types.GeneratorType
 
@@ -359,6 +420,9 @@ class ZipIteratorVariable(LazyIteratorVariable):
         self.iterators = iterators
         self.count = start  # enumerate's next index; None for zip
         self.strict = strict
+
+    def is_endless(self):
+        return all(iterator.is_endless() for iterator in self.iterators)
 
     def next_item(self):
         row = []
@@ -375,6 +439,166 @@ class ZipIteratorVariable(LazyIteratorVariable):
         return TupleVariable(row)
 
 
+class CountIteratorVariable(LazyIteratorVariable):
+    """``itertools.count(start, step)``: constants, each the previous one plus ``step``."""
+
+    def __init__(self, start, step):
+        super().__init__()
+        self.value = start
+        self.step = step
+
+    def is_endless(self):
+        return True
+
+    def next_item(self):
+        item, self.value = self.value, self.value + self.step
+        return wrap_constant(item)
+
+    def python_type(self):
+        return itertools.count
+
+    def __repr__(self):
+        return f"count({self.value}, {self.step})"
+
+
+class CycleIteratorVariable(LazyIteratorVariable):
+    """``itertools.cycle(iterable)``: the iterable's items as it makes them, saved, then the saved
+    items over and over. Endless unless the iterable is empty."""
+
+    def __init__(self, iterator):
+        super().__init__()
+        self.iterator = iterator  # None once exhausted
+        self.saved = []
+        self.position = 0
+
+    def is_endless(self):
+        return bool(self.saved) or self.iterator is not None
+
+    def next_item(self):
+        if self.iterator is not None:
+            item = self.iterator.next_item()
+            if item is not None:
+                self.saved.append(item)
+                return item
+            self.iterator = None
+        if not self.saved:
+            return None
+        item = self.saved[self.position % len(self.saved)]
+        self.position += 1
+        return item
+
+    def python_type(self):
+        return itertools.cycle
+
+
+class RepeatIteratorVariable(LazyIteratorVariable):
+    """``itertools.repeat(item)`` without a count: the same item for ever."""
+
+    def __init__(self, item):
+        super().__init__()
+        self.item = item
+
+    def is_endless(self):
+        return True
+
+    def next_item(self):
+        return self.item
+
+    def python_type(self):
+        return itertools.repeat
+
+
+class IsliceIteratorVariable(LazyIteratorVariable):
+    """``itertools.islice(iterable, start, stop, step)``: pulls from the iterable only as far as
+    the item it returns, as CPython does, so it may slice an endless iterator."""
+
+    def __init__(self, iterator, start, stop, step):
+        super().__init__()
+        self.iterator = iterator
+        self.wanted = start  # the position in ``iterator`` of the next item to return
+        self.pulled = 0  # how many items were taken from ``iterator``
+        self.stop = stop
+        self.step = step
+
+    def next_item(self):
+        if self.stop is not None and self.wanted >= self.stop:
+            return None
+        while self.pulled <= self.wanted:
+            item = self.iterator.next_item()
+            if item is None:
+                self.stop = self.wanted  # exhausted: later calls return None without pulling
+                return None
+            self.pulled += 1
+        self.wanted += self.step
+        return item
+
+    def python_type(self):
+        return itertools.islice
+
+
+class GroupByIteratorVariable(LazyIteratorVariable):
+    """``itertools.groupby(iterable, key)``: pairs ``(key, group)`` of consecutive items with equal
+    keys. As in CPython, the groups share the iterable: a group yields items only until the outer
+    iterator moves on, which first skips what is left of the current group. The keys are compared
+    by value, so they must be constants."""
+
+    def __init__(self, tx, iterator, key):
+        super().__init__()
+        self.tx = tx  # the frame in which ``key`` is traced
+        self.iterator = iterator
+        self.key = key
+        self.lookahead = None  # (item, key tracker) pulled but not yet given out
+        self.group = None  # the current group
+
+    def peek(self):
+        """The next (item, key) of the iterable, without taking it; None at its end."""
+        if self.lookahead is None:
+            item = self.iterator.next_item()
+            if item is None:
+                return None
+            key = item if self.key is None else self.key.call_function(self.tx, [item], {})
+            if not key.is_python_constant():
+                unsupported(f"itertools.groupby with a key that is not a constant ({key})")
+            self.lookahead = (item, key)
+        return self.lookahead
+
+    def take(self, group):
+        """The next item of ``group``, or None when the group has ended."""
+        pair = self.peek() if group is self.group else None
+        if pair is None or pair[1].as_python_constant() != group.key.as_python_constant():
+            return None
+        self.lookahead = None
+        return pair[0]
+
+    def next_item(self):
+        if self.group is not None:
+            while self.take(self.group) is not None:
+                pass
+        pair = self.peek()
+        if pair is None:
+            return None
+        self.group = GroupIteratorVariable(self, pair[1])
+        return TupleVariable([pair[1], self.group])
+
+    def python_type(self):
+        return itertools.groupby
+
+
+class GroupIteratorVariable(LazyIteratorVariable):
+    """One group of a :class:`GroupByIteratorVariable`."""
+
+    def __init__(self, groupby, key):
+        super().__init__()
+        self.groupby = groupby
+        self.key = key
+
+    def next_item(self):
+        return self.groupby.take(self)
+
+    def python_type(self):
+        return type(next(itertools.groupby([0]))[1])
+
+
 class MapIteratorVariable(LazyIteratorVariable):
     """``map(fn, *iterables)``: ``fn`` is traced on the next items when an item is asked for."""
 
@@ -383,6 +607,9 @@ class MapIteratorVariable(LazyIteratorVariable):
         self.tx = tx  # the frame that made it, in which the calls are traced
         self.fn = fn
         self.rows = ZipIteratorVariable(iterators)
+
+    def is_endless(self):
+        return self.rows.is_endless()
 
     def next_item(self):
         row = self.rows.next_item()

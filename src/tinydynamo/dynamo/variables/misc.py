@@ -271,6 +271,9 @@ class UserDefinedObjectVariable(VariableTracker):
             return tx.build(getattr(self.value, name))  # fixed for a member, and the builder guarded which
         if source is None and name in getattr(self.value, "__dict__", {}):
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
+        if name == "__dict__" and source is not None and isinstance(
+                inspect.getattr_static(self.value, "__dict__", None), types.GetSetDescriptorType):
+            return InstanceDictVariable(self, source)
         if type(self.value).__module__.startswith("torch.backends"):  # torch.backends.cuda.matmul.allow_tf32
             return tx.build(fold(getattr, self.value, name), source)  # a flag: read now (guarded if sourced)
         if isinstance(self.value, logging.Logger) and callable(getattr(type(self.value), name, None)):
@@ -378,6 +381,54 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+class InstanceDictVariable(VariableTracker):
+    """``obj.__dict__`` or ``vars(obj)`` of an object from the caller. Each read sees the
+    attributes as they are at that point of the trace (assignments to ``obj.name`` earlier in the
+    frame included), and its keys are guarded. Writing through it is not traced."""
+
+    def __init__(self, obj, source):
+        super().__init__(source)
+        self.obj = obj  # the UserDefinedObjectVariable
+
+    def python_type(self):
+        return dict
+
+    def snapshot(self, tx):
+        """The dict as it is now in the trace."""
+        instance_dict = self.obj.value.__dict__
+        tx.output.add_guard(Guard(self.source, "DICT_KEYS", list(instance_dict)))
+        pending = tx.output.side_effects.attr_values.get(self.obj, {})
+        items = {k: tx.build(v, DictGetItemSource(self.source, k)) for k, v in instance_dict.items()}
+        return ConstDictVariable({**items, **pending})
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__setitem__" and not kwargs:
+            return self.store(tx, *args)
+        if name not in DICT_READS + ("copy", "__iter__"):
+            unsupported(f"dict.{name} on the __dict__ of a {type(self.obj.value).__name__} "
+                        "(it would change the object's attributes)")
+        return self.snapshot(tx).call_method(tx, name, args, kwargs)
+
+    def store(self, tx, key, value):
+        """``obj.__dict__[name] = value``: as ``obj.name = value`` where that runs no Python code
+        (no ``__setattr__`` of the class's, no data descriptor of that name)."""
+        cls, name = type(self.obj.value), key.as_python_constant()
+        if not isinstance(name, str) or inspect.getattr_static(cls, "__setattr__") is not object.__setattr__ \
+                or inspect.isdatadescriptor(inspect.getattr_static(cls, name, None)):
+            unsupported(f"writing {name!r} into the __dict__ of a {cls.__name__} (__setattr__ or a descriptor)")
+        tx.output.side_effects.store_attr(self.obj, name, value)
+        return ConstantVariable(None)
+
+    def unpack_var_sequence(self, tx):
+        return self.snapshot(tx).unpack_var_sequence(tx)
+
+    def truthy(self, tx):
+        return self.snapshot(tx).truthy(tx)
+
+    def reconstruct(self, codegen):
+        self.source.reconstruct(codegen)
 
 
 # Classes whose instances behave as transformers' ModelOutput: a dataclass that is also an
