@@ -425,22 +425,21 @@ def matmul_then_float(q, k):
 
 
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
-def test_autocast_state_is_guarded_and_autocast_frames_run_eagerly(backend):
+def test_autocast_state_is_guarded_and_frames_compile_under_autocast(backend):
     compiled = dynamo.compile(matmul_then_float, backend=backend)
     q, k = torch.randn(4, 4), torch.randn(4, 4)
-    with torch.autocast("cpu", dtype=torch.bfloat16):  # first call under autocast: runs eagerly
-        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
-        inside = stats()
-    torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))  # compiles, not stale
-    assert stats()["frames_compiled"] == inside["frames_compiled"] + 1
+    before = stats()["frames_compiled"]
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the product in bfloat16, as eager's
+        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k), rtol=0, atol=0)
+    torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))  # float32 again: not stale
+    assert stats()["frames_compiled"] == before + 2
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
-        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
-    assert stats()["frames_compiled"] == inside["frames_compiled"] + 1  # both entries are reused
-    explanation = tinydynamo.explain(matmul_then_float)
+        torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k), rtol=0, atol=0)
+    torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k))
+    assert stats()["frames_compiled"] == before + 2  # both entries are reused
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        reasons = [str(r) for r in explanation(q, k).break_reasons]
-    assert any("torch.autocast is enabled (cpu)" in r for r in reasons), reasons
+        explanation = tinydynamo.explain(matmul_then_float)(q, k)
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)
 
 
 def test_autocast_inside_the_function_matches_eager():
@@ -450,9 +449,77 @@ def test_autocast_inside_the_function_matches_eager():
         return scores.softmax(-1)
 
     q, k = torch.randn(2, 4, 4), torch.randn(2, 4, 4)
-    out = dynamo.compile(f, backend="inductor")(q, k)
+    out = dynamo.compile(f, backend="inductor", fullgraph=True)(q, k)
     assert out.dtype == f(q, k).dtype == torch.float32
     torch.testing.assert_close(out, f(q, k))
+    assert not torch.is_autocast_enabled("cpu")
+
+
+def device_autocast_classes(x):
+    with torch.cpu.amp.autocast(dtype=torch.bfloat16):  # subclasses of torch.autocast
+        y = x @ x
+    with torch.cuda.amp.autocast(enabled=False):  # off already: changes nothing
+        return y * 2
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+def test_the_device_autocast_classes_are_traced():
+    x = torch.randn(4, 4)
+    out = dynamo.compile(device_autocast_classes, backend="inductor", fullgraph=True)(x)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, device_autocast_classes(x))
+
+
+class MixedPrecision(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.up(x))
+        with torch.autocast("cpu", enabled=False):  # a float32 region inside the autocast one
+            gram = h.float() @ h.float().t()
+        return self.down(h).float().sum(-1) + gram.sum(-1)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_training_step_under_autocast_matches_eager(backend):
+    torch.manual_seed(0)
+    model, x = MixedPrecision(), torch.randn(4, 16)
+    copy = MixedPrecision()
+    copy.load_state_dict(model.state_dict())
+    compiled = dynamo.compile(copy, backend=backend, fullgraph=True)
+    for m in (model, compiled):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = m(x).square().mean()
+        loss.backward()  # outside the block, as autocast's documentation asks
+    for p, q in zip(model.parameters(), copy.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=0, atol=0)
+
+
+def switches_autocast_then_breaks(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ x
+        print("inside the block")  # a graph break here would compile a graph that ends inside it
+        return y.float() + 1
+
+
+def test_a_graph_break_inside_a_block_that_switches_autocast_runs_the_frame_eagerly(capsys):
+    x = torch.randn(4, 4)
+    expected = switches_autocast_then_breaks(x)
+    actual = dynamo.compile(switches_autocast_then_breaks, backend="inductor")(x)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert not torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    reasons = tinydynamo.explain(switches_autocast_then_breaks)(x).break_reasons
+    assert any("inside a `with torch.autocast(...)` block" in str(r) and r.frame_ran_eagerly for r in reasons), reasons
+
+
+def test_under_autocast_sizes_stay_static():
+    compiled = dynamo.compile(matmul_then_float, backend="inductor")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for n in (4, 6, 8):  # AOT autograd would trace symbolic sizes on meta tensors: no casts
+            q, k = torch.randn(n, n), torch.randn(n, n)
+            torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k), rtol=0, atol=0)
 
 
 class Mode:

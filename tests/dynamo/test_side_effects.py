@@ -689,15 +689,17 @@ def float32_inside_autocast_off(x):
         return (x.float() @ x.float().t()).cos()
 
 
-def test_autocast_that_keeps_the_state_is_traced_and_one_that_switches_it_runs_eagerly():
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_autocast_blocks_are_traced_whether_they_keep_or_switch_the_state(backend):
     x = torch.randn(4, 4)
-    compiled = dynamo.compile(float32_inside_autocast_off, backend="eager")
-    assert_same(dynamo.compile(float32_inside_autocast_off, backend="eager", fullgraph=True)(x),
-                float32_inside_autocast_off(x))
+    compiled = dynamo.compile(float32_inside_autocast_off, backend=backend, fullgraph=True)
+    assert_same(compiled(x), float32_inside_autocast_off(x))  # a block that changes nothing
     with torch.autocast("cpu", dtype=torch.bfloat16):  # now the block switches autocast off
         expected = float32_inside_autocast_off(x)
-        assert_same(compiled(x), expected)
-        assert tinydynamo.explain(float32_inside_autocast_off)(x).break_reasons[0].frame_ran_eagerly
+        actual = compiled(x)
+        assert torch.is_autocast_enabled("cpu")  # and back on after it
+    assert actual.dtype == expected.dtype == torch.float32
+    assert_same(actual, expected)
 
 
 LIBRARY_LOG = logging.getLogger("tinydynamo.tests.library")

@@ -56,6 +56,29 @@ def test_matches_eager(name, variant):
     assert ours <= theirs, f"tinydynamo breaks {name}'s graph {ours} times, torch._dynamo {theirs} times"
 
 
+FAST_MODELS = [name for name, entry in REAL_MODELS.items() if entry.fast]
+
+
+@pytest.mark.parametrize("name", FAST_MODELS)
+def test_compiles_under_autocast_as_torch_dynamo_does(name):
+    """Under bfloat16 autocast the forward compiles (as many graph breaks as torch._dynamo, or
+    fewer) and matches eager's to bfloat16's precision, with eager's dtypes."""
+    model, args, kwargs, _, _ = reference(name)
+    counts = []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = run_forward(model, args, kwargs)
+        reset_compilers()
+        got = run_forward(model, args, kwargs, VARIANTS["inductor"])
+        for explain in (tinydynamo.explain, torch._dynamo.explain):
+            reset_compilers()
+            counts.append(explain_counts(explain, model, args, kwargs)["graph_break_count"])
+    assert [g.dtype for g in got] == [e.dtype for e in expected]
+    for g, e in zip(got, expected):
+        scale = e.float().abs().max().clamp(min=1)
+        assert (g.float() - e.float()).abs().max() <= 2e-2 * scale, name
+    assert counts[0] <= counts[1], f"tinydynamo breaks {name}'s graph {counts[0]} times, torch._dynamo {counts[1]}"
+
+
 def test_a_difference_from_eager_passes_only_when_it_is_rounding():
     """A compiled gradient as close to float64 as eager's passes; a larger error or a nan does not."""
     reference, eager = {"w": torch.tensor([0.0, 10.0], dtype=torch.float64)}, {"w": torch.tensor([2e-3, 10.0])}

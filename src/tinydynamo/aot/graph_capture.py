@@ -320,7 +320,9 @@ def _trace_backward(tracer, inputs, graph_outputs, meta):
     ]
     versions = _input_versions(tracer, inputs)
     tracer.constants_allowed = False
-    with tracer:
+    # Without autocast: the backward ops compute in the dtypes of the forward's (autocast's
+    # recommended use calls backward() outside the block; on CUDA autocast never reaches it).
+    with tracer, torch._C._DisableAutocast():
         grads = torch.autograd.grad(
             differentiable, [inputs[i] for i in wants_grad], tangents, allow_unused=True
         )

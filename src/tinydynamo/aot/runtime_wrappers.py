@@ -51,7 +51,7 @@ class CompiledFunction(torch.autograd.Function):
             grads = iter(CompiledBackward.apply(ctx.runtime, len(backward_inputs), *backward_inputs,
                                                 *ctx.differentiable_inputs))
         else:
-            grads = ctx.runtime.backward(*backward_inputs)
+            grads = without_autocast(ctx.runtime.backward, *backward_inputs)
         present = {k for k, i in enumerate(meta.differentiable_outputs) if grad_outputs[i] is not None}
         by_input = {i: grad if tangents_used & present or not tangents_used else None
                     for i, grad, tangents_used in zip(meta.grad_inputs, grads, meta.grad_tangents)}
@@ -119,6 +119,16 @@ def without_grad(fn, *args):
         torch._C._set_grad_enabled(previous)
 
 
+def without_autocast(fn, *args):
+    """``fn(*args)`` with autocast off: the graphs hold the casts that autocast made while they
+    were traced, and the aten ops they call must not be cast again (in a block that switched
+    autocast off inside the program, say)."""
+    if not torch._C._is_any_autocast_enabled():
+        return fn(*args)
+    with torch._C._DisableAutocast():
+        return fn(*args)
+
+
 def _replay_views(base, steps, bindings):
     for func, args, kwargs, index in steps:
         args, kwargs = tree_map(lambda v: evaluate(v, bindings), (args, kwargs))
@@ -180,7 +190,7 @@ class RuntimeWrapper:
             raise TypeError(f"tinydynamo.aot: expected {expected} inputs, got {len(args)}")
         for i, (info, arg) in enumerate(zip(self.meta.inputs, args)):
             info.check(i, arg)
-        return self._outputs(args, self._run_graphs(args, self.forward))
+        return self._outputs(args, without_autocast(self._run_graphs, args, self.forward))
 
     def without_input_checks(self, *args):
         """``__call__`` for inputs known to be laid out as the traced ones: dynamo's guards have
@@ -188,7 +198,7 @@ class RuntimeWrapper:
         (PyTorch's runtime wrapper checks nothing either). The compiled forward is called the same
         way, when it offers it."""
         args = [*self.lifted, *args]
-        return self._outputs(args, self._run_graphs(args, self.forward_without_input_checks))
+        return self._outputs(args, without_autocast(self._run_graphs, args, self.forward_without_input_checks))
 
     def _outputs(self, args, graph_outputs):
         if self.outputs_are_graph_outputs:

@@ -44,7 +44,7 @@ from . import automatic_dynamic, eval_frame, trace_rules
 from .bytecode import assemble
 from .ddp_optimizer import DDPOptimizer, active_ddp_module
 from .exc import BackendCompilerFailed, RestartAnalysis, SkipFrame, Unsupported
-from .guards import AUTOCAST_DEVICES, Guard, GuardBuilder, same_id_matched_args, watch_ids
+from .guards import Guard, GuardBuilder, same_id_matched_args, watch_ids
 from .output_graph import OutputGraph, installed_globals
 from .resume_execution import ContinueExecutionCache
 from .symbolic_convert import InstructionTranslator, decoded
@@ -114,20 +114,22 @@ def translate(func, args, backend, one_graph=False, dynamic=None, nested=False):
 def trace(func, args, backend, one_graph, dynamic, nested, break_at=None):
     """One attempt at tracing the frame: its OutputGraph and InstructionTranslator."""
     code = func.__code__
-    output = OutputGraph(code, func.__globals__, backend, dynamic)
+    # Under autocast, sizes stay static: AOT autograd traces symbolic sizes on meta tensors,
+    # which autocast does not cast.
+    output = OutputGraph(code, func.__globals__, backend, False if torch._C._is_any_autocast_enabled() else dynamic)
     if nested:  # its compiled code must not run under a checkpoint's hooks either
         output.add_guard(Guard(None, "STATE_QUERY", (under_saved_tensors_hooks, False)))
     tracer = InstructionTranslator(func, args, output, one_graph, break_at)
     grad_mode = torch.is_grad_enabled()
     try:
         with unseen_by_saved_tensors_hooks():
-            refuse_autocast(output, code)
             tracer.run()
     except Unsupported as e:
         e.guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
         raise
     finally:
         torch.set_grad_enabled(grad_mode)  # `with torch.no_grad()` switched it while tracing
+        output.restore_autocast()  # and `with torch.autocast(...)` the autocast state
     return output, tracer
 
 
@@ -139,19 +141,6 @@ def under_saved_tensors_hooks():
     original code, and pairs what that run saves with what the first run saved, one by one. A
     compiled first run saves other tensors, and the gradients would silently be wrong."""
     return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
-
-
-def refuse_autocast(output, code):
-    """Under torch.autocast the frame runs eagerly: the example values are meta tensors, which
-    autocast does not cast, so the traced dtypes would be wrong. The eager entry is guarded on
-    the autocast state, so calls without autocast still compile."""
-    enabled = [device for device, (on, _) in zip(AUTOCAST_DEVICES, output.autocast) if on]
-    if enabled:
-        output.add_global_state_guard("AUTOCAST")
-        error = Unsupported(f"torch.autocast is enabled ({', '.join(enabled)}) when {code.co_name} "
-                            "starts: tinydynamo does not trace under autocast")
-        error.add_frame(code.co_filename, code.co_firstlineno, code.co_name)
-        raise error
 
 
 def local_names(code, instructions):

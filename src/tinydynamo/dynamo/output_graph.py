@@ -35,7 +35,7 @@ from . import eval_frame, fork_join
 from .automatic_dynamic import DYNAMIC_DIMS, dynamic_dims, is_dynamic_int
 from .codegen import PyCodegen
 from .exc import BackendCompilerFailed, unsupported
-from .guards import Guard, autocast_state
+from .guards import AUTOCAST_DEVICES, Guard, autocast_state
 from .side_effects import SideEffects
 from .source import AttrSource, GlobalSource, SizeSource
 from .variables import (
@@ -51,6 +51,7 @@ from .variables import (
 from .variables.dicts import DictViewVariable
 from .variables.lists import BaseListVariable
 from .variables.tensor import INPLACE_OPERATORS
+from .variables.torch import enter_autocast
 
 _compiled_fn_ids = itertools.count()
 # (globals dict, name) of everything installed in user globals, removed by tinydynamo.reset().
@@ -138,6 +139,8 @@ class OutputGraph:
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
         self.autocast = autocast_state()
+        self.autocast_blocks_open = 0  # `with torch.autocast` blocks entered and not left (they switch)
+        self.autocast_cache_enabled = torch.is_autocast_cache_enabled()
         self.current_tx = None  # the innermost translator, for stack traces in node.meta
         self.instruction_count = 0
         self.global_writes = {}  # name -> tracker: `global` assignments, replayed after the graph
@@ -147,6 +150,24 @@ class OutputGraph:
 
     def add_guard(self, guard):
         self.guards.append(guard)
+
+    def switch_autocast(self, fn, *args):
+        """Record ``enter_autocast`` or ``exit_autocast`` and run it now, so that the ops traced
+        after it see the autocast state the program has there."""
+        self.create_proxy("call_function", fn, args, {})
+        fn(*args)
+        self.autocast_blocks_open += 1 if fn is enter_autocast else -1
+
+    def restore_autocast(self):
+        """Leave the blocks that a trace stopped inside (an error, a graph break): the state is the
+        one the frame started with again."""
+        for _ in range(self.autocast_blocks_open):
+            torch.autocast_decrement_nesting()
+        self.autocast_blocks_open = 0
+        for device_type, (enabled, dtype) in zip(AUTOCAST_DEVICES, self.autocast):
+            torch.set_autocast_enabled(device_type, enabled)
+            torch.set_autocast_dtype(device_type, dtype)
+        torch.set_autocast_cache_enabled(self.autocast_cache_enabled)
 
     def add_global_state_guard(self, kind):
         """Global state the graph depends on: grad mode, the default dtype (it decides the dtype

@@ -72,8 +72,8 @@ class TypeVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
         if self.cls in GradModeVariable.CLASSES:
             return GradModeVariable.create(tx, self.cls, args)
-        if self.cls is torch.autocast:
-            return AutocastVariable.create(args, kwargs)
+        if issubclass(self.cls, torch.autocast):  # torch.cuda.amp.autocast too
+            return AutocastVariable.create(self.cls, args, kwargs)
         if self.cls is functools.partial:
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple

@@ -19,11 +19,13 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 from torch._dispatch.python import enable_python_dispatcher
+from torch.utils._pytree import tree_leaves, tree_map
 
 from ...symbolic_shapes import is_symbolic, to_python
 from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
 from ..fork_join import EffectRecorder
+from ..guards import AUTOCAST_DEVICES
 from ..source import AttrSource, SizeSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
@@ -276,10 +278,52 @@ def trace_op(tx, kind, target, args, kwargs):
     return wrap_result(tx, proxy, example, device, tensors)
 
 
+class AutocastExample(torch.Tensor):
+    """A meta tensor that says it lives on its real tensor's device. Autocast casts the inputs of
+    ops on CPU and CUDA tensors, not on meta tensors: under autocast, an op runs on these, so
+    that autocast makes the casts of the real run (and the result gets its dtype). Below autocast,
+    ``__torch_dispatch__`` runs each aten op on the meta tensors inside."""
+
+    @staticmethod
+    def __new__(cls, meta, device):
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls, meta.shape, meta.stride(), storage_offset=meta.storage_offset(), dtype=meta.dtype,
+            device=device, requires_grad=meta.requires_grad)
+        wrapper.meta = meta
+        return wrapper
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        wrappers = {id(a.meta): a for a in tree_leaves((args, kwargs)) if isinstance(a, cls)}
+        kwargs = {k: "meta" if k == "device" else v for k, v in (kwargs or {}).items()}
+        result = func(*tree_map(unwrap_example, args), **tree_map(unwrap_example, kwargs))
+        device = next(iter(wrappers.values())).device
+
+        def wrap(value):  # an in-place op returns its input: the same wrapper, as autograd expects
+            if not isinstance(value, torch.Tensor):
+                return value
+            return wrappers[id(value)] if id(value) in wrappers else cls(value, device)
+
+        return tree_map(wrap, result)
+
+
+def unwrap_example(value):
+    return value.meta if isinstance(value, AutocastExample) else value
+
+
+def autocast_example(var):
+    """The example value of a tracker, wrapped as an AutocastExample when it is a tensor."""
+    if isinstance(var, TensorVariable) and var.device.type in AUTOCAST_DEVICES:
+        return AutocastExample(var.example_value, var.device)
+    return as_example(var)
+
+
 def run_on_meta(kind, target, args, kwargs, symbolic=False):
     """Compute the result's metadata by running the op on meta tensors (``symbolic``: some
-    have symbolic sizes)."""
-    margs, mkwargs = map_trackers(args, as_example), map_trackers(kwargs, as_example)
+    have symbolic sizes); under autocast, wrapped as AutocastExamples."""
+    autocast = torch._C._is_any_autocast_enabled()
+    leaf = autocast_example if autocast else as_example
+    margs, mkwargs = map_trackers(args, leaf), map_trackers(kwargs, leaf)
     if "device" in mkwargs:
         mkwargs["device"] = "meta"
     if kind == "call_method" and target in DEVICE_METHODS:
@@ -291,11 +335,13 @@ def run_on_meta(kind, target, args, kwargs, symbolic=False):
         with enable_python_dispatcher() if symbolic else nullcontext(), \
                 torch.device("meta"):  # factory functions without device= create meta tensors too
             if kind == "call_method":
-                return getattr(margs[0], target)(*margs[1:], **mkwargs)
-            return target(*margs, **mkwargs)
+                result = getattr(margs[0], target)(*margs[1:], **mkwargs)
+            else:
+                result = target(*margs, **mkwargs)
     except Exception as e:
         unsupported(f"{describe(kind, target)} failed on meta tensors ({type(e).__name__}: {e}); "
                     "it is data-dependent, has no meta kernel, or fails in eager too")
+    return tree_map(unwrap_example, result) if autocast else result
 
 
 def result_device(kind, target, args, kwargs):

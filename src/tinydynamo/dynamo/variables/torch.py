@@ -21,6 +21,7 @@ import types
 
 import numpy as np
 import torch
+import torch.fx
 
 from ..exc import unsupported
 from ..guards import Guard
@@ -240,41 +241,82 @@ class GradModeVariable(VariableTracker):
         codegen.load_const(GradModeExit(self.prior))
 
 
-class AutocastVariable(VariableTracker):
-    """``torch.autocast(device_type, dtype=None, enabled=True, ...)`` asking for the autocast
-    state already in force, which the AUTOCAST guard of every graph fixes: a block that changes
-    nothing (Hugging Face's rotary embeddings turn autocast off around their float32 math).
-    Switching autocast on or off inside the frame is Unsupported."""
+@torch.fx.node.has_side_effect
+def enter_autocast(device_type, enabled, dtype, cache_enabled):
+    """The graph node for the start of a ``with torch.autocast(...)`` block that switches
+    autocast: what ``torch.autocast.__enter__`` does."""
+    torch.set_autocast_enabled(device_type, enabled)
+    torch.set_autocast_dtype(device_type, dtype)
+    torch.autocast_increment_nesting()
+    torch.set_autocast_cache_enabled(cache_enabled)
 
-    def __init__(self, device_type):
+
+@torch.fx.node.has_side_effect
+def exit_autocast(device_type, enabled, dtype, cache_enabled):
+    """The graph node for the end of that block (``torch.autocast.__exit__``): back to the state
+    before it, which the arguments give. Leaving the outermost block empties autocast's cache of
+    cast weights."""
+    if torch.autocast_decrement_nesting() == 0:
+        torch.clear_autocast_cache()
+    torch.set_autocast_enabled(device_type, enabled)
+    torch.set_autocast_dtype(device_type, dtype)
+    torch.set_autocast_cache_enabled(cache_enabled)
+
+
+def autocast_state_of(device_type):
+    return torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type), \
+        torch.is_autocast_cache_enabled()
+
+
+class AutocastVariable(VariableTracker):
+    """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``. A block that
+    changes the autocast state records ``enter_autocast`` and ``exit_autocast`` in the graph, and
+    runs them while tracing too, so that the example values inside get the dtypes autocast gives
+    (``AutocastExample``). AOT autograd then traces the casts that autocast makes. A block that
+    changes nothing (Hugging Face's rotary embeddings turn autocast off, often where it is off)
+    records nothing."""
+
+    def __init__(self, device_type, state):
         super().__init__()
         self.device_type = device_type
+        self.state = state  # (enabled, dtype, cache_enabled) inside the block
+        self.prior = None  # the state it replaces, once entered
 
     @staticmethod
-    def create(args, kwargs):
+    def create(cls, args, kwargs):
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unsupported("torch.autocast() with arguments that are not constants")
-        bound = fold(inspect.signature(torch.autocast.__init__).bind, None, *[a.as_python_constant() for a in args],
-                     **{k: v.as_python_constant() for k, v in kwargs.items()}).arguments
-        device_type, dtype, enabled = bound["device_type"], bound.get("dtype"), bound.get("enabled", True)
-        on = torch.is_autocast_enabled(device_type)
-        if enabled != on or (enabled and dtype is not None and dtype != torch.get_autocast_dtype(device_type)):
-            unsupported(f"torch.autocast({device_type!r}, enabled={enabled}) that switches autocast "
-                        f"{'on' if enabled else 'off'} inside the compiled frame")
-        return AutocastVariable(device_type)
+            unsupported(f"{cls.__qualname__}() with arguments that are not constants")
+        block = fold(cls, *[a.as_python_constant() for a in args],
+                     **{k: v.as_python_constant() for k, v in kwargs.items()})  # torch checks the arguments
+        return AutocastVariable(block.device, (block._enabled, block.fast_dtype, block._cache_enabled))
+
+    def switches(self):
+        return self.state != self.prior
 
     def enter(self, tx):
+        self.prior = autocast_state_of(self.device_type)
+        if self.switches():
+            if tx.output.shape_env.var_to_val:
+                unsupported("torch.autocast switching autocast in a frame traced with dynamic shapes "
+                            "(AOT autograd traces those on meta tensors, which autocast does not cast)")
+            tx.output.switch_autocast(enter_autocast, self.device_type, *self.state)
         return ConstantVariable(None)
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "__exit__":
-            return ConstantVariable(None)
-        unsupported(f"torch.autocast.{name}")
+        if name != "__exit__":
+            unsupported(f"torch.autocast.{name}")
+        if self.switches():
+            tx.output.switch_autocast(exit_autocast, self.device_type, *self.prior)
+        return ConstantVariable(None)
 
     def var_getattr(self, tx, name):
         if name == "__exit__":
             return GetAttrVariable(self, name)
         unsupported(f"attribute {name!r} of torch.autocast")
+
+    def reconstruct_attribute(self, codegen, name):
+        """A graph break inside the block would need its ``__exit__`` rebuilt on the stack."""
+        unsupported("a graph break inside a `with torch.autocast(...)` block")
 
 
 class GradModeFunctionVariable(VariableTracker):
