@@ -11,8 +11,10 @@ import dataclasses
 import enum
 import functools
 import itertools
+import logging
 import math
 import operator
+import sys
 
 import torch
 import torch.nn as nn
@@ -2168,6 +2170,50 @@ def write_through_the_instance_dict(x, box):
     vars(box)["scale"] = 7  # sets the attribute, which the caller sees
     box.__dict__["offset"] = 1
     return x * box.scale + box.offset
+
+
+@case(X, {"scale": 2, "bias": 1})
+def match_statements_on_shapes_and_mappings(x, options):
+    match x.shape:
+        case (rows, 5):
+            x = x * rows
+        case _:
+            x = x - 1
+    match options:
+        case {"scale": scale, "bias": bias}:
+            return x * scale + bias
+        case _:
+            return x
+
+
+QUIET_LOG = logging.getLogger("tinydynamo.tests.quiet")
+
+
+@case(X)
+def library_checks_that_have_constant_answers(x):
+    torch._assert(x.dim() == 2, "expects a matrix")  # torchvision's and timm's shape checks
+    torch._check(x.shape[0] > 0)
+    if sys.version_info >= (3, 8) and sys.version_info.major == 3:
+        x = x + 1
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    name = ", ".join(f"{k}={v}" for k, v in {"a": 1, "b": 2}.items())
+    return x.to(device) * len(name)
+
+
+@case(X, dynamo=False)  # torch._dynamo 2.13 breaks at Logger.isEnabledFor
+def logger_is_enabled_for_is_answered_and_guarded(x):
+    if QUIET_LOG.isEnabledFor(logging.DEBUG):
+        x = x * 100
+    return x + 1
+
+
+@case(X, Y, dynamo=False)  # the same ops as torch._dynamo's graph, but it has three more getitem nodes
+def distributions_of_a_policy(x, y):
+    normal = torch.distributions.Normal(x, y.abs() + 0.1, validate_args=False)
+    actions = torch.distributions.Categorical(logits=x, validate_args=False)
+    joint = torch.distributions.Independent(torch.distributions.Normal(x, 1.0, validate_args=False), 1)
+    return (normal.log_prob(y) + normal.entropy() + normal.stddev, actions.probs, actions.entropy(),
+            joint.log_prob(y))
 
 
 @case(X)

@@ -885,3 +885,9 @@ def sorting_compares_tensors_with_equal_keys(x, y):
     pairs = sorted([(1, x + 1), (1, y)])  # equal keys: the tensors decide, by their values
     return pairs[0][1] * 2
 
+
+
+@case(T(4, 5), T(4, 5))
+def normal_with_argument_validation(x, y):
+    normal = torch.distributions.Normal(x, y.abs() + 0.1, validate_args=True)  # checks the values
+    return normal.log_prob(y).sum()

@@ -86,6 +86,24 @@ def test_a_compiled_function_inside_a_checkpoint(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_another_compile_of_the_same_module_class_leaves_the_checkpointed_layers_nested(backend):
+    """``compile(nn.Linear(...))`` makes Linear's forward the root of its own calls, not of the
+    calls of a model that checkpoints Linear layers (compile shares one callback between them):
+    those stay nested frames, which a checkpoint's runs do not compile."""
+    tinydynamo.compile(nn.Linear(4, 4), backend=backend)(torch.randn(2, 4))
+    layer = make_layer()
+
+    class Checkpointed(nn.Module):
+        def forward(self, x):
+            return checkpoint(layer, x, use_reentrant=False)
+
+    x = torch.randn(4, 8)
+    expected = gradients(lambda t: Checkpointed()(t).square().sum(), layer, x)
+    compiled = tinydynamo.compile(Checkpointed(), backend=backend)
+    assert_same(gradients(lambda t: compiled(t).square().sum(), layer, x), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_tracing_is_not_seen_by_saved_tensors_hooks(backend):
     """Hooks see what the compiled program saves, and nothing of the compile: the first call
     (which traces and compiles) saves as many tensors as the next one."""

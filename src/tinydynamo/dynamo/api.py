@@ -41,7 +41,6 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
     if callback is None:
         compiler = with_max_autotune(backend) if mode == "max-autotune" else backend
         callback = _callbacks[key] = ConvertFrame(compiler, fullgraph, dynamic=dynamic)
-    callback.root_codes.update(root_codes(model))
     if isinstance(model, torch.nn.Module):
         return OptimizedModule(model, with_callback(model, callback))
     return functools.wraps(model)(with_callback(model, callback))
@@ -65,16 +64,22 @@ def with_max_autotune(backend):
 
 
 def with_callback(fn, callback):
-    """``fn`` wrapped so that its calls run with ``callback`` as this thread's frame callback."""
+    """``fn`` wrapped so that its calls run with ``callback`` as this thread's frame callback, and
+    ``fn``'s code as the callback's root (``ConvertFrame.is_root``) while they run."""
+    roots, calls = frozenset(root_codes(fn)), callback.calls
 
     def compiled(*args, **kwargs):
-        if not eval_frame.HAS_C_HOOK:
-            return eval_frame.run_frame_in_python(callback, fn, args, kwargs)
-        previous = eval_frame.set_eval_frame(callback)
+        outer_roots, calls.roots = getattr(calls, "roots", ()), roots  # a compiled call may nest
         try:
-            return fn(*args, **kwargs)
+            if not eval_frame.HAS_C_HOOK:
+                return eval_frame.run_frame_in_python(callback, fn, args, kwargs)
+            previous = eval_frame.set_eval_frame(callback)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                eval_frame.set_eval_frame(previous)
         finally:
-            eval_frame.set_eval_frame(previous)
+            calls.roots = outer_roots
 
     compiled._tinydynamo_orig = fn  # traced instead of the wrapper when called while tracing
     return compiled

@@ -30,6 +30,7 @@ import dataclasses
 import dis
 import inspect
 import io
+import threading
 import warnings
 import weakref
 
@@ -158,11 +159,11 @@ def local_names(code, instructions):
 class ConvertFrame:
     """The callback given to ``set_eval_frame``; also the owner of the cache entries it makes."""
 
-    def __init__(self, backend, fullgraph=False, root_codes=(), dynamic=None):
+    def __init__(self, backend, fullgraph=False, dynamic=None):
         self.backend = backend  # a name or a callable; names are resolved at the first compile
         self.fullgraph = fullgraph
         self.dynamic = dynamic  # None (automatic dynamic), True or False: see automatic_dynamic
-        self.root_codes = weakref.WeakSet(root_codes)  # the compiled functions' own code: always traced
+        self.calls = threading.local()  # .roots: the root codes of the compiled call this thread runs
         self.compiled = []  # CompiledFrame of every successful translation
         self.break_reasons = []  # Unsupported errors: of graph breaks, and of frames that ran eagerly
         self.codes = weakref.WeakSet()  # codes holding entries of this callback
@@ -209,7 +210,11 @@ class ConvertFrame:
             return self.convert(func, args, code, entries)
 
     def is_root(self, code):
-        return ContinueExecutionCache.original(code, 0)[0] in self.root_codes
+        """Whether ``code`` (or the function it resumes) is what the running call compiled: the
+        function, or the module's ``forward``. The callback is shared by every ``compile`` with the
+        same settings, and the roots are those of this call only: after ``compile(nn.Linear(...))``,
+        the Linear layers inside another compiled model are still nested frames."""
+        return ContinueExecutionCache.original(code, 0)[0] in getattr(self.calls, "roots", ())
 
     def give_up(self, code, entries, failed, limit="cache_size_limit"):
         """Past the cache size limit: warn once, and run the frame eagerly from now on."""

@@ -14,7 +14,7 @@ such a graph says which it is, and the report prints it.
 import dataclasses
 
 from .convert_frame import ConvertFrame
-from .api import root_codes, with_callback
+from .api import with_callback
 from .trace_rules import library_file
 
 
@@ -81,7 +81,7 @@ def explain(fn):
             graphs.append(gm)
             return gm.forward
 
-        callback = ConvertFrame(record, fullgraph=False, root_codes=root_codes(fn))
+        callback = ConvertFrame(record, fullgraph=False)
         try:
             out = with_callback(fn, callback)(*args, **kwargs)
         finally:

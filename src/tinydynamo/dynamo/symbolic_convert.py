@@ -24,6 +24,7 @@ Where an instruction is Unsupported, ``InstructionTranslator`` breaks the graph 
 "Graph breaks and resume functions": ``step``, ``break_graph`` and the methods after it).
 """
 import builtins
+import collections.abc
 import functools
 import importlib.util
 import inspect
@@ -548,6 +549,26 @@ class InstructionTranslatorBase:
             unsupported(f"ValueError at trace time: unpacking {len(items)} values into {inst.arg}")
         for item in reversed(items):
             self.push(item)
+
+    # --- match statements: the subject's kind and length, and a mapping's keys ----------------------
+
+    def MATCH_SEQUENCE(self, inst):
+        cls = self.stack[-1].python_type()
+        self.push(ConstantVariable(issubclass(cls, collections.abc.Sequence)
+                                   and not issubclass(cls, (str, bytes, bytearray))))
+
+    def MATCH_MAPPING(self, inst):
+        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), collections.abc.Mapping)))
+
+    def GET_LEN(self, inst):
+        self.push(self.call_builtin(len, self.stack[-1]))
+
+    def MATCH_KEYS(self, inst):
+        """The values of the pattern's keys (a constant tuple on top) in the subject, or None."""
+        subject, keys = self.stack[-2], self.stack[-1].as_python_constant()
+        present = [self.call_builtin(operator.contains, subject, ConstantVariable(k)).as_python_constant() for k in keys]
+        values = [self.call_builtin(operator.getitem, subject, ConstantVariable(k)) for k in keys] if all(present) else None
+        self.push(TupleVariable(values) if values is not None else ConstantVariable(None))
 
     def UNPACK_EX(self, inst):
         before, after = inst.arg & 0xFF, inst.arg >> 8

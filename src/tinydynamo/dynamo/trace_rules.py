@@ -50,12 +50,14 @@ TINYDYNAMO_DIR = os.path.dirname(tinydynamo.__file__) + os.sep
 USER_CODE_DIRS = tuple(os.path.join(TINYDYNAMO_DIR, d) + os.sep for d in ("testing", "bench", "course"))
 STDLIB_DIRS = tuple({sysconfig.get_paths()["stdlib"] + os.sep, sysconfig.get_paths()["platstdlib"] + os.sep})
 # torch's Python code that is traced into: nn.Module forwards, the decorators that wrap a user's
-# function (``@torch.no_grad()``), and parametrizations (weight norm) that compute a weight.
+# function (``@torch.no_grad()``), parametrizations (weight norm) that compute a weight, and
+# torch.distributions (a policy's Normal or Categorical, a VAE's log-likelihood).
 INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules", ""),
                          os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
                          os.path.join(TORCH_DIR, "autograd", "grad_mode.py"),
                          os.path.join(TORCH_DIR, "nn", "utils", "parametrize.py"),
-                         os.path.join(TORCH_DIR, "nn", "utils", "parametrizations.py"))
+                         os.path.join(TORCH_DIR, "nn", "utils", "parametrizations.py"),
+                         os.path.join(TORCH_DIR, "distributions", ""))
 
 
 def skip_reason(code):

@@ -15,6 +15,7 @@ import inspect
 import types
 
 from ..exc import Unsupported, unsupported
+from ..source import AttrSource
 
 
 def call_handler(handler, what, tx, args, kwargs):
@@ -92,6 +93,10 @@ class VariableTracker:
         except Unsupported:
             unsupported(f"rebuilding {self} in Python: it has no source to reload it from")
         codegen.load_const(value)
+
+    def class_source(self):
+        """Where this value's class is read from (``obj.__class__``), or None."""
+        return AttrSource(self.source, "__class__") if self.source is not None else None
 
     def reconstruct_attribute(self, codegen, name):
         """Emit bytecode that pushes the attribute ``name`` of this value (a bound method)."""

@@ -6,6 +6,7 @@ from constants alone is computed right away ("constant folding"), so ``x.shape[0
 constant ``range`` and ``slice`` objects.
 """
 import inspect
+import sys
 import types
 
 import numpy as np
@@ -28,8 +29,11 @@ CONSTANT_TYPES = (
 NUMPY_CONSTANT_TYPES = (np.dtype, np.iinfo, np.finfo, np.number, np.bool_)
 
 
+VERSION_INFO = type(sys.version_info)  # sys.version_info >= (3, 12) is a constant comparison
+
+
 def is_constant_value(value):
-    if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size):
+    if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size, VERSION_INFO):
         return all(is_constant_value(v) for v in value)
     if type(value) is slice:  # a graph break can hand a resume function slice(tensor, tensor)
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
@@ -63,12 +67,22 @@ class ConstantVariable(VariableTracker):
         return wrap_constant(attr)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "join" and len(args) == 1 and not args[0].is_python_constant():
+            args = [self.joined_items(tx, args[0])]  # ", ".join(f"{k}={v}" for k, v in ...)
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unsupported(f"{type(self.value).__name__}.{name} with non-constant arguments")
         method = fold(getattr, self.value, name)
         consts = [a.as_python_constant() for a in args]
         kwconsts = {k: v.as_python_constant() for k, v in kwargs.items()}
         return wrap_constant(fold(method, *consts, **kwconsts))
+
+    @staticmethod
+    def joined_items(tx, iterable):
+        """What ``str.join`` joins, from any iterable the translator can unpack (a generator)."""
+        items = iterable.unpack_var_sequence(tx)
+        if not all(item.is_python_constant() for item in items):
+            unsupported("str.join of items that are not constants")
+        return ConstantVariable(tuple(item.as_python_constant() for item in items))
 
     def unpack_var_sequence(self, tx):
         if not isinstance(self.value, (tuple, str, range, bytes, frozenset)):

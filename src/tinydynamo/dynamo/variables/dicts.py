@@ -20,8 +20,11 @@ def hashed_by_identity(value):
 
 
 def is_dict_key(value):
-    """A key a traced dict can hold: a constant, an enum member, or an object compared by identity
-    (huggingface_hub's validators are keyed by ``list``, ``typing.Union``...)."""
+    """A key a traced dict can hold: a constant, an enum member, an object compared by identity
+    (huggingface_hub's validators are keyed by ``list``, ``typing.Union``...), or a tuple of them
+    (torch.distributions' KL registry is keyed by pairs of classes)."""
+    if type(value) is tuple:
+        return all(is_dict_key(v) for v in value)
     return is_constant_value(value) or isinstance(value, enum.Enum) or hashed_by_identity(value)
 
 

@@ -322,11 +322,27 @@ def static_attribute(tx, obj_var, value, name, source):
     if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)) and (
             source is not None or isinstance(value, dataclasses.Field)):  # a Field is fixed with its class
         return tx.build(fold(getattr, value, name), source)  # a slot or C field: no user code
+    getter = inspect.getattr_static(type(attr), "__get__", None)
+    if isinstance(getter, types.FunctionType) and not inspect.isdatadescriptor(attr):
+        # a descriptor written in Python (torch.distributions' lazy_property): its __get__ traced
+        descriptor = tx.build(attr, descriptor_source(obj_var, type(value), name))
+        return UserMethodVariable(getter, descriptor).call_function(tx, [obj_var, tx.build(type(value))], {})
     if callable(attr) and obj_var.source is not None:
         return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called
     if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
         unsupported(f"the descriptor {type(value).__name__}.{name}")
     return tx.build(attr, source)
+
+
+def descriptor_source(obj_var, cls, name):
+    """Where the descriptor ``cls.name`` is read as it is, without running its ``__get__``:
+    ``__dict__[name]`` of the class in ``cls``'s MRO that defines it."""
+    class_source = obj_var.class_source()
+    if class_source is None:
+        return None
+    position = next(i for i, k in enumerate(cls.__mro__) if name in vars(k))
+    owner = class_source if position == 0 else GetItemSource(AttrSource(class_source, "__mro__"), position)
+    return GetItemSource(AttrSource(owner, "__dict__"), name)
 
 
 def class_attribute_source(obj_var, name):

@@ -91,7 +91,7 @@ class TypeVariable(VariableTracker):
         if is_plain_dict_subclass(self.cls):
             return dict_from(tx, args[0] if args else None, kwargs, self.cls)
         if is_plain_class(self.cls):
-            return NewObjectVariable.create(tx, self.cls, args, kwargs)
+            return NewObjectVariable.create(tx, self, args, kwargs)
         if issubclass(self.cls, torch.nn.Module):
             return NewModuleVariable.create(tx, self.cls, args, kwargs)
         unsupported(f"creating an instance of {self.cls.__qualname__} inside the compiled frame")
@@ -233,15 +233,19 @@ def logger_is_enabled(tx, logger, method):
     """Whether ``logger.<method>(...)`` would emit anything (True for other methods). Off, the call
     is dropped, under a guard that the logger is still off for that level."""
     level = LOGGER_LEVELS.get(method)
-    if level is None or logger.isEnabledFor(level):
-        return True
+    return level is None or logger.isEnabledFor(level) or enabled_for(tx, logger, level)
+
+
+def enabled_for(tx, logger, level):
+    """``logger.isEnabledFor(level)``, answered now, under a guard that the answer stays the same."""
 
     def is_enabled():
         return logger.isEnabledFor(level)
 
     is_enabled.__qualname__ = f"logging.getLogger({logger.name!r}).isEnabledFor({level})"  # the guard's key
-    tx.output.add_guard(Guard(None, "STATE_QUERY", (is_enabled, False)))
-    return False
+    answer = is_enabled()
+    tx.output.add_guard(Guard(None, "STATE_QUERY", (is_enabled, answer)))
+    return answer
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -269,7 +273,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return pending
         if isinstance(self.value, enum.Enum) and name in ("name", "value"):
             return tx.build(getattr(self.value, name))  # fixed for a member, and the builder guarded which
-        if source is None and name in getattr(self.value, "__dict__", {}):
+        if source is None and name in getattr(self.value, "__dict__", {}) \
+                and not type(self.value).__module__.startswith("torch."):  # torch's own: trusted, as torch's modules
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
         if name == "__dict__" and source is not None and isinstance(
                 inspect.getattr_static(self.value, "__dict__", None), types.GetSetDescriptorType):
@@ -281,6 +286,16 @@ class UserDefinedObjectVariable(VariableTracker):
         if has_custom_getattribute(type(self.value)) and not is_method(type(self.value), name):
             return self.dynamic_attribute(tx, name, source)
         return static_attribute(tx, self, self.value, name, source)
+
+    def instance_dict(self, tx):
+        """The items of ``__dict__``, as trackers, as they are at this point of the trace (its
+        keys guarded)."""
+        source = AttrSource(self.source, "__dict__")
+        instance_dict = self.value.__dict__
+        tx.output.add_guard(Guard(source, "DICT_KEYS", list(instance_dict)))
+        pending = tx.output.side_effects.attr_values.get(self, {})
+        items = {k: tx.build(v, DictGetItemSource(source, k)) for k, v in instance_dict.items()}
+        return {**items, **pending}
 
     def store_attr(self, tx, name, value):
         """``obj.name = value`` on an object from the caller: replayed after the graph.
@@ -304,6 +319,9 @@ class UserDefinedObjectVariable(VariableTracker):
         """``dict``'s own read methods on a dict subclass from the caller; a logger's methods
         (a side effect: Python runs them after a graph break, as in Dynamo)."""
         cls = type(self.value)
+        if isinstance(self.value, logging.Logger) and name == "isEnabledFor" and len(args) == 1 \
+                and not kwargs and args[0].is_python_constant():
+            return ConstantVariable(enabled_for(tx, self.value, args[0].as_python_constant()))
         if isinstance(self.value, logging.Logger) and not logger_is_enabled(tx, self.value, name):
             return ConstantVariable(None)  # log.debug(...) with debug logging off does nothing
         if isinstance(self.value, logging.Logger):
@@ -397,11 +415,7 @@ class InstanceDictVariable(VariableTracker):
 
     def snapshot(self, tx):
         """The dict as it is now in the trace."""
-        instance_dict = self.obj.value.__dict__
-        tx.output.add_guard(Guard(self.source, "DICT_KEYS", list(instance_dict)))
-        pending = tx.output.side_effects.attr_values.get(self.obj, {})
-        items = {k: tx.build(v, DictGetItemSource(self.source, k)) for k, v in instance_dict.items()}
-        return ConstDictVariable({**items, **pending})
+        return ConstDictVariable(self.obj.instance_dict(tx))
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__setitem__" and not kwargs:
@@ -418,7 +432,7 @@ class InstanceDictVariable(VariableTracker):
         if not isinstance(name, str) or inspect.getattr_static(cls, "__setattr__") is not object.__setattr__ \
                 or inspect.isdatadescriptor(inspect.getattr_static(cls, name, None)):
             unsupported(f"writing {name!r} into the __dict__ of a {cls.__name__} (__setattr__ or a descriptor)")
-        tx.output.side_effects.store_attr(self.obj, name, value)
+        self.obj.store_attr(tx, name, value)
         return ConstantVariable(None)
 
     def unpack_var_sequence(self, tx):
@@ -428,6 +442,9 @@ class InstanceDictVariable(VariableTracker):
         return self.snapshot(tx).truthy(tx)
 
     def reconstruct(self, codegen):
+        if self.source is None:
+            unsupported(f"the __dict__ of a {type(self.obj.value).__name__} created inside the frame, "
+                        "outside the frame")
         self.source.reconstruct(codegen)
 
 
@@ -619,13 +636,15 @@ class NewObjectVariable(UserDefinedObjectVariable):
     attribute, which is the state ``__init__`` and the later assignments left, as PyTorch's
     Dynamo rebuilds such objects."""
 
-    def __init__(self, cls):
+    def __init__(self, cls, class_source=None):
         super().__init__(object.__new__(cls))
         self.attrs = {}
+        self.class_source_ = class_source  # where the class was read from: its attributes are guarded there
 
     @classmethod
-    def create(cls, tx, klass, args, kwargs):
-        obj = cls(klass)
+    def create(cls, tx, type_var, args, kwargs):
+        klass = type_var.cls
+        obj = cls(klass, type_var.source)
         if klass.__init__ is object.__init__:
             if args or kwargs:
                 unsupported(f"{klass.__qualname__}() takes no arguments (TypeError)")
@@ -637,8 +656,15 @@ class NewObjectVariable(UserDefinedObjectVariable):
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
-            unsupported(f"__dict__ of a {type(self.value).__name__} created inside the frame")
-        return static_attribute(tx, self, self.value, name, None)
+            return InstanceDictVariable(self, None)
+        source = AttrSource(self.class_source_, name) if self.class_source_ is not None else None
+        return static_attribute(tx, self, self.value, name, source)
+
+    def instance_dict(self, tx):
+        return dict(self.attrs)
+
+    def class_source(self):
+        return self.class_source_
 
     def store_attr(self, tx, name, value):
         if inspect.isdatadescriptor(inspect.getattr_static(type(self.value), name, None)):

@@ -48,7 +48,10 @@ SIDE_EFFECT_MODULES = ("torch.autograd", "torch.cuda", "torch.random", "torch.di
 # libraries ask them to choose a traceable code path (transformers' is_torchdynamo_compiling).
 # Queries of global state that the trace answers now, guarded on the same answer next time.
 STATE_QUERIES = (torch.distributed.is_initialized, torch.distributed.get_world_size, torch.distributed.get_rank,
-                 torch.autograd._is_checkpoint_valid)
+                 torch.autograd._is_checkpoint_valid, torch.cuda.is_available, torch.cuda.device_count)
+# Checks of a condition (torchvision's and timm's torch._assert(x.dim() == 4, ...)): nothing to do
+# when the condition is a true constant.
+CONDITION_CHECKS = (torch._assert, torch._check)
 TRACING_ANSWERS = {
     torch.compiler.is_compiling: True,
     torch.compiler.is_dynamo_compiling: True,
@@ -60,6 +63,9 @@ TRACING_ANSWERS = {
     torch._C._get_tracing_state: None,
     torch.distributed.is_available: torch.distributed.is_available(),  # fixed by how torch was built
 }
+# torch._dynamo.is_compiling(), the older spelling that libraries still call: known by its name,
+# so that tinydynamo does not import torch._dynamo.
+TRACING_ANSWERS_BY_NAME = {("torch._dynamo.external_utils", "is_compiling"): True}
 
 
 @functools.cache
@@ -141,8 +147,12 @@ class TorchFunctionVariable(VariableTracker):
             return trace_op(tx, "call_function", AutogradFunctionApply(self.fn.__self__), args, kwargs)
         if self.fn is torch.jit.annotate and len(args) == 2:
             return args[1]  # a type annotation for TorchScript: the value itself
+        if self.fn in CONDITION_CHECKS and args and args[0].is_python_constant() and args[0].as_python_constant():
+            return ConstantVariable(None)
         if self.fn in TRACING_ANSWERS and not args and not kwargs:
             return ConstantVariable(TRACING_ANSWERS[self.fn])
+        if (module, name) in TRACING_ANSWERS_BY_NAME and not args and not kwargs:
+            return ConstantVariable(TRACING_ANSWERS_BY_NAME[module, name])
         if self.fn in STATE_QUERIES and not args and not kwargs:
             answer = self.fn()
             tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, answer)))
