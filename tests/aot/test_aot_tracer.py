@@ -1,6 +1,8 @@
 """The dispatch tracer and functionalization, checked against make_fx and aot_autograd."""
 import collections
+import copy
 import operator
+import warnings
 
 import pytest
 import torch
@@ -321,6 +323,38 @@ def test_mutating_inputs_that_share_memory_raises():
     base = torch.randn(4)
     with pytest.raises(NotImplementedError, match="shares memory"):
         traced_graph(fn, base, base[:2].view(2))
+
+
+class MovingCenter(torch.nn.Module):
+    """An update hidden from autograd (an EMA of the batch mean, a weight clip through .data) of
+    parameters that require grad; the uses after it are uses of the parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.center = torch.nn.Linear(8, 8), torch.nn.Parameter(torch.zeros(8))
+
+    def forward(self, x):
+        self.linear.weight.data.clamp_(-0.2, 0.2)
+        y = self.linear(x)
+        with torch.no_grad():
+            self.center.mul_(0.9).add_(y.mean(0), alpha=0.1)
+        return (y - self.center) * self.center
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_writes_to_inputs_that_require_grad_hidden_from_autograd_compile(backend):
+    torch.manual_seed(0)
+    model, x = MovingCenter(), torch.randn(4, 8)
+    compiled_copy = copy.deepcopy(model)
+    compiled = tinydynamo.compile(compiled_copy, backend=backend, fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        for _ in range(2):
+            model(x).square().sum().backward()
+            compiled(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), compiled_copy.parameters()):
+        torch.testing.assert_close(q, p, msg=name)
+        torch.testing.assert_close(q.grad, p.grad, msg=name)
 
 
 def test_mutating_an_input_that_requires_grad_is_unsupported_and_runs_eagerly():

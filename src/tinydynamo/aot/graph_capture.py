@@ -141,17 +141,12 @@ class _OutputAnalysis:
         return OutputInfo(OutputType.NON_ALIAS, self.graph_output_index(value))
 
 
-def _mutated_inputs(tracer, inputs, with_backward):
-    mutated = []
-    for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor) or tracer.info(x).storage.version == 0:
-            continue
-        if with_backward and x.requires_grad:
-            raise NotImplementedError(
-                f"tinydynamo.aot: input {i} is mutated in place and requires grad; unsupported"
-            )
-        mutated.append(i)
-    return mutated
+def _mutated_inputs(tracer, inputs):
+    """The inputs the program wrote in place. One that requires grad was written where autograd
+    does not see it, under ``no_grad`` or through ``.data`` (an EMA update, a weight clip): with
+    grad mode on, writing a leaf that requires grad raises, and the traced inputs are leaves. As
+    in eager, the uses after the write are uses of the input, and its gradient flows from them."""
+    return [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and tracer.info(x).storage.version > 0]
 
 
 def _is_cuda_tensor(x):
@@ -252,7 +247,7 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
         tracer.add_input(f"primals_{i + 1}", x, input_index=i, device=device)
     outputs = _run_forward(tracer, fn, traced_inputs, with_backward)
     flat_outputs, output_spec = tree_flatten(outputs)
-    mutated = _mutated_inputs(tracer, traced_inputs, with_backward)
+    mutated = _mutated_inputs(tracer, traced_inputs)
     analysis = _OutputAnalysis(tracer, traced_inputs, mutated)
     output_infos = [analysis.classify(v) for v in flat_outputs]
     graph_outputs = analysis.graph_outputs
