@@ -453,3 +453,20 @@ def test_mark_dynamic_on_a_dimension_the_code_specialises_is_an_error():
     y = torch.randn(6, 3)  # 6 != 5 keeps the size symbolic: no error, as in torch.compile
     tinydynamo.mark_dynamic(y, 0)
     torch.testing.assert_close(tinydynamo.compile(branches_on_the_size, backend="eager")(y), y - 1)
+
+
+def scaled_by_a_literal(x):
+    return x * x.new_tensor([1.0, 2.0, 3.0, 4.0]) + x.new_tensor(2, dtype=torch.int64)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_new_tensor_of_literal_data_compiles_with_symbolic_sizes(backend):
+    compiled = tinydynamo.compile(scaled_by_a_literal, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the symbolic graph must not fall back to eager
+        for rows in (3, 5, 7):
+            for dtype in (torch.float32, torch.float64):
+                x = torch.randn(rows, 4, dtype=dtype)
+                out = compiled(x)
+                assert out.dtype == dtype
+                torch.testing.assert_close(out, scaled_by_a_literal(x))

@@ -522,6 +522,22 @@ def test_under_autocast_sizes_stay_static():
             torch.testing.assert_close(compiled(q, k), matmul_then_float(q, k), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_model_called_under_inference_mode_compiles(backend):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 4))
+    compiled, x = dynamo.compile(model, backend=backend), torch.randn(3, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # compiled, not run eagerly
+        with torch.inference_mode():
+            out, expected = compiled(x), model(x)
+        assert out.is_inference()
+        torch.testing.assert_close(out, expected)
+        out = compiled(x)  # with grad: another graph
+        out.sum().backward()
+        torch.testing.assert_close(out, model(x))
+
+
 class Mode:
     pass
 

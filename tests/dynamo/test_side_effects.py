@@ -571,6 +571,35 @@ def test_a_tensor_cached_on_a_module_is_stored_and_read_back():
     assert tinydynamo.explain(CachesATensor())(torch.randn(2, 6)).graph_break_count == 0
 
 
+class RotaryCache(torch.nn.Module):
+    """Older rotary embeddings (GPT-NeoX's in transformers 4.x): the cos table is re-registered
+    as a non-persistent buffer when a longer sequence comes."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 8, 2).float() / 8), persistent=False)
+        self.seq_len_cached = 0
+
+    def forward(self, x):
+        if x.shape[1] > self.seq_len_cached:
+            self.seq_len_cached = x.shape[1]
+            t = torch.arange(x.shape[1], dtype=self.inv_freq.dtype)
+            self.register_buffer("cos_cached", torch.outer(t, self.inv_freq).cos(), persistent=False)
+        return x[..., :4] * self.cos_cached[:x.shape[1]]
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_buffer_registered_in_forward_is_read_back(backend):
+    compiled_model, eager = RotaryCache(), RotaryCache()
+    compiled = dynamo.compile(compiled_model, backend=backend)
+    for n in (5, 5, 7, 3):
+        x = torch.randn(2, n, 8)
+        torch.testing.assert_close(compiled(x), eager(x))
+        torch.testing.assert_close(compiled_model.cos_cached, eager.cos_cached)
+        assert compiled_model._non_persistent_buffers_set == eager._non_persistent_buffers_set
+    assert tinydynamo.explain(RotaryCache())(torch.randn(2, 5, 8)).graph_break_count == 0
+
+
 class Router(torch.nn.Module):
     """Switch Transformers' router: casts its classifier to its dtype on every call."""
 

@@ -58,6 +58,19 @@ _compiled_fn_ids = itertools.count()
 installed_globals = []
 
 
+@contextlib.contextmanager
+def outside_inference_mode():
+    """A graph called under ``torch.inference_mode()`` is compiled outside it, without grad as
+    inside it: inference mode leaves out the autograd layer, where composite ops (``Tensor.to``)
+    decompose, so the backends' tracers would see ops that they expect decomposed. The compiled
+    graph then runs in inference mode, and its outputs are inference tensors, as eager's."""
+    if not torch.is_inference_mode_enabled():
+        yield
+        return
+    with torch.inference_mode(False), torch.no_grad():
+        yield
+
+
 class SubgraphTracer(torch.fx.proxy.GraphAppendingTracer):
     """Creates the nodes of one FX graph: the frame's (``parent`` None), or the body of a
     ``torch.jit.fork`` traced inside it (``variables/futures.py``), nested in the graph that
@@ -394,7 +407,8 @@ class OutputGraph:
 
         def compile_graph(graph_module, examples):
             try:
-                compiled = compiler_fn(graph_module, examples)
+                with outside_inference_mode():
+                    compiled = compiler_fn(graph_module, examples)
             except Exception as error:
                 raise BackendCompilerFailed(error) from error
             if not callable(compiled):

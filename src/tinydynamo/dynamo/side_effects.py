@@ -5,16 +5,17 @@ The graph computes tensors; it cannot change Python objects. When the traced cod
 object the caller can see (``kwargs.pop(...)`` on the frame's ``**kwargs``, ``xs.append(y)`` on
 an argument, ``obj.flag = True`` on a plain object), the tracker records the new state while
 tracing, so later reads in the trace see it, and the transformed code *replays* the mutation
-after the graph has run: it writes the new contents of each list and dict back into the real
+after the graph has run: it writes the new contents of each list, dict and set back into the real
 object, and assigns each attribute. Every new value is rebuilt before the first write, so no
 value is read back from an object that was already overwritten.
 """
 from .variables import ConstDictVariable
+from .variables.sets import SetVariable
 
 
 class SideEffects:
     def __init__(self):
-        self.mutated = []  # list and dict trackers with a source whose contents changed
+        self.mutated = []  # list, dict and set trackers with a source whose contents changed
         self.attr_stores = {}  # tracker of an object with a source -> {attribute name: tracker}
         self.calls = []  # (function, argument trackers): ``object.__setattr__(obj, name, value)``...
         self.attr_values = {}  # tracker -> {name: tracker}: every attribute assigned, for reads
@@ -75,12 +76,16 @@ class SideEffects:
 
 
 def contents(var):
+    if isinstance(var, SetVariable):
+        return []  # constants: nothing for the graph to compute
     return list(var.items.values()) if isinstance(var, ConstDictVariable) else list(var.items)
 
 
 def build_copy(codegen, var):
-    """Push a new list or dict holding what ``var`` holds now."""
-    if isinstance(var, ConstDictVariable):
+    """Push a new list, dict or set holding what ``var`` holds now."""
+    if isinstance(var, SetVariable):
+        codegen.load_const(frozenset(var.values))
+    elif isinstance(var, ConstDictVariable):
         for key, value in var.items.items():
             codegen.load_const(key)
             codegen(value)
@@ -92,8 +97,8 @@ def build_copy(codegen, var):
 
 
 def write_contents(codegen, var, local):
-    """``obj[:] = new`` for a list; ``obj.clear(); obj.update(new)`` for a dict."""
-    if isinstance(var, ConstDictVariable):
+    """``obj[:] = new`` for a list; ``obj.clear(); obj.update(new)`` for a dict or a set."""
+    if isinstance(var, (ConstDictVariable, SetVariable)):
         for method, args in (("clear", ()), ("update", (local,))):
             def load_method(method=method):
                 var.source.reconstruct(codegen)

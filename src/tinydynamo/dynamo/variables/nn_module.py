@@ -67,9 +67,20 @@ class NNModuleVariable(VariableTracker):
         if name in WALKS or name == "to":
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         for table in ("_parameters", "_buffers", "_modules"):
-            if name in module.__dict__.get(table, {}):
+            written = self.written_table(tx, table)
+            if written is not None and name in written.items:
+                return written.items[name]
+            if written is None and name in module.__dict__.get(table, {}):
                 return tx.build(module.__dict__[table][name], source)
         return static_attribute(tx, self, module, name, source)
+
+    def written_table(self, tx, table):
+        """The tracker of the module's dict ``table`` (its parameters, buffers or submodules) if
+        the trace has written to it (``register_buffer`` in ``forward``), else None: reads of the
+        module's attributes then see what the trace wrote."""
+        entry = tx.output.containers_by_id.get(id(self.module.__dict__.get(table)))
+        tracker = tx.output.variable_cache.get(entry[1]) if entry is not None else None
+        return tracker if any(tracker is m for m in tx.output.side_effects.mutated) else None
 
     def call_function(self, tx, args, kwargs):
         """``module(*args)`` as ``Module.__call__`` runs it: the forward pre-hooks, which may

@@ -3,7 +3,8 @@
 ``{field.name for field in fields(self)}``, ``if key in {"a", "b"}``, ``seen.add(n)``. The items
 are hashable constants (strings, ints, classes...) held in a real set, changed by the same
 operations in the same order as in eager, so iterating over it gives CPython's order. A set built
-in the frame is mutated in place; sets of tensors are Unsupported (tensors hash by identity, and
+in the frame is mutated in place, and one from the caller (the module's set of non-persistent buffers,
+which ``register_buffer`` adds to) is written back after the graph; sets of tensors are Unsupported (tensors hash by identity, and
 the iteration order would depend on it).
 """
 from ..exc import unsupported
@@ -40,9 +41,12 @@ class SetVariable(VariableTracker):
     def truthy(self, tx):
         return bool(self.values)
 
-    def mutable(self):
-        if self.frozen or self.source is not None:
-            unsupported(f"mutating {self} (a frozenset, or a set from the caller)")
+    def mutable(self, tx):
+        """About to change: a set from the caller is written back after the graph."""
+        if self.frozen:
+            unsupported(f"mutating {self}, a frozenset")
+        if self.source is not None:
+            tx.output.side_effects.track_mutation(self)
 
     def call_method(self, tx, name, args, kwargs):
         if kwargs or not all(a.is_python_constant() for a in args):
@@ -50,7 +54,7 @@ class SetVariable(VariableTracker):
         consts = [a.as_python_constant() for a in args]
         if name in ("add", "discard", "remove", "update", "clear", "difference_update",
                     "intersection_update", "symmetric_difference_update"):
-            self.mutable()
+            self.mutable(tx)
             fold(getattr(self.values, name), *consts)
             return ConstantVariable(None)
         if name == "pop":

@@ -130,11 +130,21 @@ class TensorVariable(VariableTracker):
         if name == "type" and len(args) == 1 and not kwargs and args[0].is_python_constant():
             dtype = tensor_type_dtype(args[0].as_python_constant())
             return self.call_method(tx, "to", [ConstantVariable(dtype)], {})
+        if name == "new_tensor" and len(args) == 1 and args[0].is_python_constant():
+            return self.new_tensor(tx, args[0], kwargs)
         if name == "__getitem__":
             return trace_op(tx, "call_function", operator.getitem, [self, *args], kwargs)
         if name == "__setitem__":
             return trace_op(tx, "call_function", operator.setitem, [self, *args], kwargs)
         return trace_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def new_tensor(self, tx, data, kwargs):
+        """``x.new_tensor([...])``: ``torch.tensor`` with x's dtype and device unless given. A
+        constant made by ``torch.tensor`` is a graph constant; one made by ``new_tensor`` on the
+        meta tensors that AOT autograd traces symbolic sizes with would lose its values."""
+        kwargs = {"dtype": ConstantVariable(self.example_value.dtype), "device": ConstantVariable(self.device),
+                  **kwargs}
+        return trace_op(tx, "call_function", torch.tensor, [data], kwargs)
 
     def unpack_var_sequence(self, tx):  # a symbolic first size is specialised (a guard)
         return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {})
