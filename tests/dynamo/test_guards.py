@@ -6,6 +6,7 @@
 Each test calls a compiled function several times and compares every result with eager.
 """
 import contextlib
+import copy
 import gc
 import io
 import warnings
@@ -495,6 +496,27 @@ def test_a_training_step_under_autocast_matches_eager(backend):
         loss.backward()  # outside the block, as autocast's documentation asks
     for p, q in zip(model.parameters(), copy.parameters()):
         torch.testing.assert_close(q.grad, p.grad, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["decomp_eager", "inductor"])
+def test_a_bert_head_under_autocast_trains_like_eager(backend):
+    """Under CPU autocast, layer_norm runs on the bfloat16 output of a linear layer with float32
+    weights, and aten then keeps its statistics in float32 (they were bfloat16 in the
+    decomposition, which the backward graph read as float32: nan gradients)."""
+    torch.manual_seed(0)
+    head = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.LayerNorm(16, eps=1e-12))
+    compiled_copy = copy.deepcopy(head)
+    x = torch.randn(4, 16, requires_grad=True)
+    grads = []
+    for m in (head, dynamo.compile(compiled_copy, backend=backend)):
+        x.grad = None
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = m(x)
+        out.float().sin().sum().backward()
+        grads.append([x.grad, *(p.grad for p in m.parameters())])
+    for expected, actual in zip(*grads):
+        scale = expected.abs().max()
+        assert torch.isfinite(actual).all() and (actual - expected).abs().max() <= 2e-2 * scale + 0.25
 
 
 def switches_autocast_then_breaks(x):

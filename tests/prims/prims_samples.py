@@ -373,13 +373,16 @@ add([aten.native_layer_norm.default], [S(T(4, 8), [8], T(8), T(8), 1e-5), S(T(2,
                                        S(T(2, 3, 8), [8], T(8), None, 1e-3), S(T(4, 8, dtype=bf16), [8], T(8, dtype=bf16),
                                                                                 T(8, dtype=bf16), 1e-5, tol=BF16_TOL),
                                        S(T(4, 8) * 100 + 1000, [8], None, T(8), 1e-5),
+                                       # bfloat16 input, float32 weight (autocast): float32 statistics on CPU
+                                       S(T(4, 8, dtype=bf16), [8], T(8), T(8), 1e-5, tol=BF16_TOL),
                                        S(T(4, 8, dtype=torch.float16), [8], None, None, 1e-5, tol=dict(atol=2e-3, rtol=2e-3))])
 
 
-def layer_norm_backward(shape, normalized, weight=True, bias=True, mask=(True, True, True), dtype=f32):
+def layer_norm_backward(shape, normalized, weight=True, bias=True, mask=(True, True, True), dtype=f32,
+                        param_dtype=None):
     x = T(*shape, dtype=dtype)
-    w = T(*normalized, dtype=dtype) if weight else None
-    b = T(*normalized, dtype=dtype) if bias else None
+    w = T(*normalized, dtype=param_dtype or dtype) if weight else None
+    b = T(*normalized, dtype=param_dtype or dtype) if bias else None
     _, mean, rstd = aten.native_layer_norm.default(x, normalized, w, b, 1e-5)
     return S(T(*shape, dtype=dtype), x, normalized, mean, rstd, w, b, list(mask),
              tol=dict(atol=5e-2, rtol=5e-2) if dtype == bf16 else dict(atol=1e-4, rtol=1e-4))
@@ -388,7 +391,8 @@ def layer_norm_backward(shape, normalized, weight=True, bias=True, mask=(True, T
 add([aten.native_layer_norm_backward.default], [layer_norm_backward((4, 8), [8]), layer_norm_backward((2, 3, 4), [3, 4]),
                                                 layer_norm_backward((4, 8), [8], weight=False, bias=False, mask=(True, False, False)),
                                                 layer_norm_backward((4, 8), [8], mask=(False, True, True)),
-                                                layer_norm_backward((4, 8), [8], dtype=bf16)])
+                                                layer_norm_backward((4, 8), [8], dtype=bf16),
+                                                layer_norm_backward((4, 8), [8], dtype=bf16, param_dtype=f32)])
 
 
 def bn_inputs(c=3, dtype=f32, params=True):
@@ -536,10 +540,13 @@ add([aten.native_group_norm.default], [S(T(2, 6, 3, 3), T(6), T(6), 2, 6, 9, 3, 
                                        S(T(2, 4, 5), None, None, 2, 4, 5, 2, 1e-5),
                                        S(T(3, 4), T(4), T(4), 3, 4, 1, 4, 1e-3),
                                        S(T(2, 4, 3, dtype=bf16), T(4, dtype=bf16), T(4, dtype=bf16), 2, 4, 3, 2, 1e-5,
-                                         tol=BF16_TOL)])
+                                         tol=BF16_TOL),
+                                       # bfloat16 input, float32 weight (autocast): float32 statistics on CPU
+                                       S(T(2, 4, 3, dtype=bf16), T(4), T(4), 2, 4, 3, 2, 1e-5, tol=BF16_TOL)])
 add([aten.native_group_norm_backward.default], [group_norm_backward(T(2, 6, 3, 3), T(6), 3, [True, True, True]),
                                                 group_norm_backward(T(2, 4, 5), T(4), 2, [True, False, True]),
-                                                group_norm_backward(T(3, 4), T(4), 1, [False, True, False])])
+                                                group_norm_backward(T(3, 4), T(4), 1, [False, True, False]),
+                                                group_norm_backward(T(2, 6, 3, 3, dtype=bf16), T(6), 3, [True, True, True])])
 add([aten.linalg_vector_norm.default],
     [S(T(3, 4)), S(T(3, 4), 1), S(T(3, 4), math.inf, [1]), S(T(3, 4), -math.inf, [0], True), S(T(3, 4), 0),
      S(T(3, 4), 3.0, [-1]), S(T(2, 3, 4), 2, [0, 2], True), S(T(3, 4, dtype=bf16), tol=BF16_TOL),

@@ -338,8 +338,16 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = out * weight
     if bias is not None:
         out = out + bias
-    stats_dtype = dtype if x.device.type == "cpu" else x.dtype  # aten: fp32 stats except on CPU
+    # aten keeps the statistics in float32, except on CPU for an input whose weight and bias have
+    # its own low-precision dtype (a bfloat16 input with float32 weights, as autocast makes, gets
+    # float32 statistics there too)
+    stats_dtype = dtype if x.device.type == "cpu" and not _mixed_dtypes(dtype, weight, bias) else x.dtype
     return out.to(dtype), mean.to(stats_dtype), rstd.to(stats_dtype)
+
+
+def _mixed_dtypes(dtype, weight, bias):
+    """A norm's input of ``dtype`` with a weight or bias of another (aten's CPU "mixed type")."""
+    return any(p is not None and p.dtype != dtype for p in (weight, bias))
 
 
 @register_decomposition(aten.native_layer_norm_backward.default)
@@ -754,7 +762,8 @@ def native_group_norm(x, weight, bias, n, c, hxw, group, eps):
         out = out * _per_channel(weight, x.ndim)
     if bias is not None:
         out = out + _per_channel(bias, x.ndim)
-    return out.to(dtype), mean.reshape(n, group).to(dtype), rstd.reshape(n, group).to(dtype)
+    stats_dtype = grouped.dtype if x.device.type == "cpu" and _mixed_dtypes(dtype, weight, bias) else dtype
+    return out.to(dtype), mean.reshape(n, group).to(stats_dtype), rstd.reshape(n, group).to(stats_dtype)
 
 
 @register_decomposition(aten.native_group_norm_backward.default)
@@ -774,7 +783,7 @@ def native_group_norm_backward(grad_output, x, mean, rstd, weight, n, c, hxw, gr
     if output_mask[1] and weight is not None:
         grad_weight = (grad * x_hat).sum(not_channel).to(weight.dtype)
     if output_mask[2]:
-        grad_bias = grad.sum(not_channel).to(grad_output.dtype)
+        grad_bias = grad.sum(not_channel).to(weight.dtype if weight is not None else grad_output.dtype)
     return grad_input, grad_weight, grad_bias
 
 

@@ -402,9 +402,10 @@ class UserDefinedObjectVariable(VariableTracker):
 
 
 class InstanceDictVariable(VariableTracker):
-    """``obj.__dict__`` or ``vars(obj)`` of an object from the caller. Each read sees the
-    attributes as they are at that point of the trace (assignments to ``obj.name`` earlier in the
-    frame included), and its keys are guarded. Writing through it is not traced."""
+    """``obj.__dict__`` or ``vars(obj)`` of a plain object, from the caller (its keys guarded) or
+    made in the frame. Each read sees the attributes as they are at that point of the trace,
+    assignments to ``obj.name`` earlier in the frame included; ``obj.__dict__[name] = value`` is
+    the attribute store ``obj.name = value``, where that runs no Python code."""
 
     def __init__(self, obj, source):
         super().__init__(source)
