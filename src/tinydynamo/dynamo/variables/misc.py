@@ -640,7 +640,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
     def __init__(self, cls, class_source=None):
         super().__init__(object.__new__(cls))
         self.attrs = {}
-        self.class_source_ = class_source  # where the class was read from: its attributes are guarded there
+        self.type_source = class_source  # where the class was read from: its attributes are guarded there
 
     @classmethod
     def create(cls, tx, type_var, args, kwargs):
@@ -658,14 +658,14 @@ class NewObjectVariable(UserDefinedObjectVariable):
             return self.attrs[name]
         if name == "__dict__":
             return InstanceDictVariable(self, None)
-        source = AttrSource(self.class_source_, name) if self.class_source_ is not None else None
+        source = AttrSource(self.type_source, name) if self.type_source is not None else None
         return static_attribute(tx, self, self.value, name, source)
 
     def instance_dict(self, tx):
         return dict(self.attrs)
 
     def class_source(self):
-        return self.class_source_
+        return self.type_source
 
     def store_attr(self, tx, name, value):
         if inspect.isdatadescriptor(inspect.getattr_static(type(self.value), name, None)):
