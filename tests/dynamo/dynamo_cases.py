@@ -15,6 +15,7 @@ import logging
 import math
 import operator
 import sys
+import typing
 
 import torch
 import torch.nn as nn
@@ -2377,3 +2378,61 @@ def dataclasses_replace_and_fields(x):
     base = Settings(x, 2)
     more = dataclasses.replace(base, repeats=5)
     return more.weight * more.repeats - base.weight * base.repeats, [f.name for f in dataclasses.fields(Settings)]
+
+
+class RemappedConfig:
+    """A config as transformers writes them: names remapped on read and on write."""
+    attribute_map = {"hidden_size": "d_model"}
+
+    def __init__(self):
+        self.d_model = 4
+        self.layer_types = ["full", "sliding"]
+        self.extra = {"window": (2, [3])}
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+REMAPPED = RemappedConfig()
+
+
+@case(X)
+def deepcopy_of_a_config_from_outside(x):
+    config = copy.deepcopy(REMAPPED)  # copy's own code, traced (object.__reduce_ex__, a memo keyed by id)
+    config.hidden_size = 8
+    config.layer_types.append("full")
+    config.extra["window"][1].append(5)
+    delattr(config, "extra")
+    return x * config.hidden_size + REMAPPED.hidden_size, config, len(REMAPPED.layer_types), hasattr(config, "extra")
+
+
+@case(X)
+def shallow_copy_shares_what_the_object_holds(x):
+    config = copy.copy(REMAPPED)
+    config.d_model = 2
+    return x * config.d_model, config.layer_types is REMAPPED.layer_types, config
+
+
+@case(X)
+def deepcopy_of_containers_made_in_the_frame(x):
+    shared = [1, 2]
+    spec = {"a": shared, "b": (shared, 3), "c": [x.shape[0]]}
+    copied = copy.deepcopy(spec)
+    copied["a"].append(7)
+    return x * len(copied["b"][0]) + copied["c"][0], copied, spec
+
+
+@case(X)
+def nested_function_with_annotations(x):
+    def scaled(t: torch.Tensor, names: list[str], scale: typing.Optional[float] = None,
+               hook: typing.Callable[[int], int] | None = None) -> dict[str, torch.Tensor]:
+        return {name: t * (scale or 1.0) for name in names}  # the annotations are evaluated, then unused
+
+    return scaled(x, ["a", "b"], 2.0)["b"], scaled.__annotations__["names"]

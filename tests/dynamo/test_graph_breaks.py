@@ -451,7 +451,7 @@ class Point:
 def makes_points(t):
     for n in range(12):  # (a break in the loop: this frame runs eagerly, and calls __init__ 12 times)
         p = Point(n, 2 * n)
-        t = t + p.x - p.y + 0 * (id(p) > 0)
+        t = t + p.x - p.y + 0 * t.sum().item()
     return t
 
 

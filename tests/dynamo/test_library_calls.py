@@ -373,8 +373,22 @@ def test_id_of_an_object_read_from_outside_is_a_constant_under_a_guard():
     assert tinydynamo.explain(scaled)(x).graph_break_count == 0
 
 
-def test_id_of_an_object_made_in_the_frame_breaks_the_graph():
-    def fresh(x):
-        return x + (id(Settings()) > 0)
+def test_id_of_an_object_made_in_the_frame_is_a_key_inside_the_frame():
+    """copy.deepcopy keys its memo by id(): two objects, two ids, each stable."""
+    def memo(x):
+        a, b = Settings(), Settings()
+        seen = {id(a): 10, id(b): 1}
+        return x * seen[id(a)] + seen[id(b)] + (id(a) == id(b))
 
-    assert tinydynamo.explain(fresh)(torch.randn(3)).graph_break_count == 1
+    x = torch.randn(3)
+    assert tinydynamo.explain(memo)(x).graph_break_count == 0
+    torch.testing.assert_close(tinydynamo.compile(memo, backend="eager")(x), memo(x))
+
+
+def test_id_of_an_object_made_in_the_frame_does_not_leave_it():
+    def leaks(x):
+        return x + 1, id(Settings())
+
+    explained = tinydynamo.explain(leaks)(torch.randn(3))
+    assert "id() of an object made in the frame, leaving the frame" in str(explained.break_reasons)
+    assert isinstance(tinydynamo.compile(leaks, backend="eager")(torch.randn(3))[1], int)

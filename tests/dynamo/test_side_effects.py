@@ -10,6 +10,7 @@ import functools
 import itertools
 import logging
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -755,3 +756,72 @@ def test_a_log_call_of_a_disabled_level_is_dropped_until_the_level_is_enabled(ca
         assert_same(compiled(x), x * 2)
     assert "input of shape (3,)" in caplog.text
     LIBRARY_LOG.setLevel(logging.NOTSET)
+
+
+def deprecated_helper(x):
+    warnings.warn("use the new helper", DeprecationWarning, stacklevel=2)
+    return x * 2
+
+
+def warns(x):
+    warnings.warn("careful")
+    y = deprecated_helper(x)
+    warnings.warn(FutureWarning("an instance"))
+    return y + 1
+
+
+def issued(fn, calls=2):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # once per place: the module's registry decides
+        for _ in range(calls):
+            fn(torch.ones(3))
+    return [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+def test_warnings_are_issued_as_in_eager_without_a_break():
+    """warnings.warn is replayed after the graph from the place that stacklevel names (a frame
+    the trace inlined), with that module's registry, so the 'default' filter shows each once."""
+    assert tinydynamo.explain(warns)(torch.ones(3)).graph_break_count == 0
+    expected = issued(warns)
+    assert [(m, c) for m, c, _, _ in expected] == [
+        ("careful", UserWarning), ("use the new helper", DeprecationWarning), ("an instance", FutureWarning)]
+    tinydynamo.reset()
+    assert issued(tinydynamo.compile(warns, backend="eager")) == expected
+
+
+def test_a_warning_about_the_caller_of_the_compiled_frame_breaks_the_graph():
+    explained = tinydynamo.explain(deprecated_helper)(torch.ones(3))
+    assert "stacklevel that names a frame outside the compiled one" in str(explained.break_reasons)
+
+
+def make_recorder():
+    """Closures that share cells, as a training loop's counters and hooks do."""
+    calls, total = 0, None
+
+    def record(t):
+        nonlocal calls, total
+        calls += 1
+        total = t if total is None else total + t
+
+    def count():
+        return calls
+
+    def step(x):
+        nonlocal calls
+        record(x)
+        record(x * 2)
+        y = x + count() + calls  # both see record's writes
+        calls += 10
+        return y
+
+    return step, lambda: (calls, total)
+
+
+def test_nonlocal_writes_to_cells_from_outside_are_replayed():
+    step, state = make_recorder()
+    expected = [step(torch.ones(2)) for _ in range(2)], state()
+    step, state = make_recorder()
+    assert tinydynamo.explain(step)(torch.ones(2)).graph_break_count == 0
+    step, state = make_recorder()
+    compiled = dynamo.compile(step, backend="eager")
+    assert_same(([compiled(torch.ones(2)) for _ in range(2)], state()), expected)

@@ -149,6 +149,7 @@ class OutputGraph:
         self.guards = []
         self.variable_cache = {}  # source -> tracker, so a value read twice is one tracker
         self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
+        self.cells_by_id = {}  # id of a closure cell from outside -> its CellVariable (one per cell)
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
         self.autocast = autocast_state()

@@ -67,6 +67,20 @@ class ClosureSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class ClosureCellSource(Source):
+    """One of the compiled frame's closure cells itself (not its contents): where a ``nonlocal``
+    write is replayed."""
+
+    local_name: str
+
+    def name(self):
+        return f"cell L[{self.local_name!r}]"
+
+    def reconstruct(self, codegen):
+        codegen.load_closure(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
 class GlobalSource(Source):
     """A global of the compiled frame's module: ``G['scale']``."""
 

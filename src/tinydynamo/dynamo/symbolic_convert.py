@@ -334,7 +334,7 @@ class InstructionTranslatorBase:
         self.push(self.cell(inst.argval).get(self))
 
     def STORE_DEREF(self, inst):
-        self.cell(inst.argval).set(self.pop())
+        self.cell(inst.argval).set(self, self.pop())
 
     def LOAD_CLOSURE(self, inst):
         self.push(self.cell(inst.argval))
@@ -686,11 +686,10 @@ class InstructionTranslatorBase:
         code = self.pop().as_python_constant()
         flags = 0 if PY313 else inst.arg
         closure = self.pop().items if flags & 0x08 else []
-        if flags & 0x04:
-            self.pop()  # annotations
+        annotations = self.pop() if flags & 0x04 else None
         kwdefaults = self.pop().items if flags & 0x02 else {}
         defaults = self.pop().items if flags & 0x01 else []
-        self.push(NestedUserFunctionVariable(code, self.f_globals, defaults, kwdefaults, closure))
+        self.push(NestedUserFunctionVariable(code, self.f_globals, defaults, kwdefaults, closure, annotations))
 
     def SET_FUNCTION_ATTRIBUTE(self, inst):  # 3.13: one of MAKE_FUNCTION's old flags at a time
         fn, value = self.pop(), self.pop()
@@ -698,9 +697,11 @@ class InstructionTranslatorBase:
             fn.closure = value.items
         elif inst.arg == 0x02:
             fn.kwdefaults = value.items
+        elif inst.arg == 0x04:
+            fn.annotations = value
         elif inst.arg == 0x01:
             fn.defaults = value.items
-        self.push(fn)  # 0x04 (annotations) is not kept, as in MAKE_FUNCTION
+        self.push(fn)
 
     # --- with blocks ----------------------------------------------------------------------------
 
@@ -824,9 +825,9 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def __init__(self, func, args, output, one_graph=False, break_at=None):
         code = func.__code__
-        cells = [CellVariable(real_cell=cell, source=ClosureSource(name))
-                 for name, cell in zip(code.co_freevars, func.__closure__ or ())]
-        super().__init__(code, func.__globals__, {}, cells, output)
+        super().__init__(code, func.__globals__, {}, [], output)
+        self.cells = {name: CellVariable.existing(self, cell, ClosureSource(name))
+                      for name, cell in zip(code.co_freevars, func.__closure__ or ())}
         self.unread_args = dict(zip(code.co_varnames, args))
         self.output_instructions = None
         self.one_graph = one_graph

@@ -203,7 +203,8 @@ class VariableBuilder:
         if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
             return self.wrap_tensor_method(value)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
-            if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
+            if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))) \
+                    and value is not object.__new__:  # copyreg.__newobj__ calls it: BuiltinVariable models it
                 unsupported(f"the bound builtin method {value.__qualname__}")
             self.guard("ID_MATCH", value)
             return BuiltinVariable(value, self.source)

@@ -17,19 +17,21 @@ import inspect
 import itertools
 import operator
 import types
+import warnings
 
 import torch
 
 from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker, call_handler
-from .constant import ConstantVariable, RangeVariable, SliceVariable, fold, is_none, wrap_constant
+from .constant import ConstantVariable, FakeIdVariable, RangeVariable, SliceVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import (BaseListVariable, CountIteratorVariable, CycleIteratorVariable, GroupByIteratorVariable,
                     IsliceIteratorVariable, ListIteratorVariable, ListVariable, MapIteratorVariable,
                     RepeatIteratorVariable, TupleVariable, ZipIteratorVariable, sorted_items)
-from .misc import DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable, UserDefinedObjectVariable
+from .misc import (DataClassVariable, ExceptionVariable, NewObjectVariable, SuperVariable, TypeVariable,
+                   UserDefinedObjectVariable, has_plain_instances)
 from .ndarray import NumpyNdarrayVariable, NumpyOp, numpy_op
 from .sets import SetVariable
 from .tensor import INPLACE_TO_BINARY, SymNodeVariable, TensorVariable, sym_operator, trace_op
@@ -64,7 +66,7 @@ PURE_BUILTINS = {
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", open: "open()",
-                        input: "input()", delattr: "delattr()",
+                        input: "input()",
                         globals: "globals()", locals: "locals()", exec: "exec()",
                         eval: "eval()"}
 
@@ -88,6 +90,8 @@ class BuiltinVariable(VariableTracker):
             return call_handler(handler, f"builtin {self.fn.__name__}()", tx, args, kwargs)
         if isinstance(self.fn, type) and issubclass(self.fn, BaseException):
             return ExceptionVariable.create(self.fn, args, kwargs)
+        if self.fn is object.__new__ and len(args) == 1 and not kwargs:
+            return self.call_object_new(tx, args[0])
         if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
             return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
         if self.foldable(args, kwargs):
@@ -179,18 +183,61 @@ class BuiltinVariable(VariableTracker):
         obj.store_attr(tx, name.as_python_constant(), value)
         return ConstantVariable(None)
 
+    def call_warn(self, tx, message, category=None, stacklevel=None, source=None):
+        """``warnings.warn(message, category, stacklevel)``: issued after the graph, as eager
+        would have issued it, from the line that ``stacklevel`` names (a frame that the trace
+        inlined) and with that module's registry, so the filters ("default", "once"...) see
+        the same warning at the same place."""
+        if isinstance(message, ExceptionVariable):  # warnings.warn(FutureWarning("..."))
+            message, category = ConstantVariable(str(message.exception)), TypeVariable(type(message.exception))
+        arguments = [message, category, stacklevel, source]
+        if not all(a is None or a.is_python_constant() for a in arguments):
+            unsupported("warnings.warn with arguments that are not constants")
+        message, category, stacklevel, source = [a and a.as_python_constant() for a in arguments]
+        frame = tx
+        for _ in range((stacklevel or 1) - 1):
+            frame = frame.parent
+            if frame is None:
+                unsupported("warnings.warn with a stacklevel that names a frame outside the compiled one")
+        registry = frame.f_globals.setdefault("__warningregistry__", {})  # what warn() would use
+        warn_explicit = functools.partial(warnings.warn_explicit, registry=registry,
+                                          module_globals=frame.f_globals, source=source)
+        location = [frame.code.co_filename, frame.current_instruction.positions.lineno,
+                    frame.f_globals.get("__name__", "<string>")]
+        tx.output.side_effects.replay_call(warn_explicit, [tx.build(v) for v in
+                                                           [message, category or UserWarning, *location]])
+        return ConstantVariable(None)
+
+    def call_delattr(self, tx, obj, name):
+        if not hasattr(obj, "delete_attr"):
+            unsupported(f"delattr() on {obj} (a side effect)")
+        obj.delete_attr(tx, name.as_python_constant())
+        return ConstantVariable(None)
+
     def call_hasattr(self, tx, obj, name):
         return ConstantVariable(has_attr(tx, obj, name.as_python_constant()))
 
     def call_id(self, tx, obj):
         """``id()`` of an object that the frame reads from outside (a config object, a module):
         a constant, under an ID_MATCH guard that it stays that object. An object that the frame
-        makes has another id on every call: Unsupported."""
-        if obj.source is None:
-            unsupported("id() of an object made in the frame")
-        value = obj.python_object()
-        tx.output.add_guard(Guard(obj.source, "ID_MATCH", value))
-        return ConstantVariable(id(value))
+        makes has another id on every call: a FakeIdVariable, usable inside the frame only; so is
+        the id of a value from outside that is not one object while tracing (``obj.__dict__``)."""
+        if obj.source is not None:
+            try:
+                value = obj.python_object()
+            except Unsupported:
+                return FakeIdVariable(id(obj))
+            tx.output.add_guard(Guard(obj.source, "ID_MATCH", value))
+            return ConstantVariable(id(value))
+        return FakeIdVariable(id(obj))
+
+    def call_object_new(self, tx, cls_var):
+        """``object.__new__(cls)`` (``copyreg.__newobj__``, as ``copy`` makes a copy): an empty
+        instance, its ``__init__`` not run."""
+        cls = cls_var.as_python_constant()
+        if not has_plain_instances(cls):
+            unsupported(f"object.__new__({cls.__qualname__}): not a plain Python class")
+        return NewObjectVariable(cls, cls_var.source)
 
     def call_vars(self, tx, obj=None):
         """``vars(obj)``: ``obj.__dict__``; ``vars()`` is the frame's locals."""
@@ -354,11 +401,14 @@ class BuiltinVariable(VariableTracker):
             return ConstDictVariable(dict.fromkeys(keys, value), dict_cls=self.fn)
         if name == "from_iterable" and self.fn is itertools.chain:
             return self.call_chain(tx, *args[0].unpack_var_sequence(tx))
+        if name == "__getitem__" and isinstance(self.fn, type) and args[0].is_python_constant():
+            return wrap_constant(fold(operator.getitem, self.fn, args[0].as_python_constant()))  # list[int]
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name):
         if (name == "fromkeys" and self.fn in DICT_CLASSES) or (
-                name == "from_iterable" and self.fn is itertools.chain):
+                name == "from_iterable" and self.fn is itertools.chain) or (
+                name == "__getitem__" and isinstance(self.fn, type)):
             return GetAttrVariable(self, name)
         if name in ("__name__", "__qualname__", "__module__"):
             return wrap_constant(getattr(self.fn, name, None))
@@ -468,7 +518,7 @@ class BuiltinVariable(VariableTracker):
 
 # The builtins and operators with a ``call_<name>`` method above.
 HANDLERS = {
-    len, isinstance, getattr, hasattr, setattr, callable, type, range, slice, iter, next, enumerate, zip,
+    len, isinstance, getattr, hasattr, setattr, delattr, callable, type, range, slice, iter, next, enumerate, zip,
     reversed, map, filter, tuple, list, dict, set, frozenset, bool, sum, min, max, all, any, super,
     operator.getitem, operator.setitem, operator.delitem, operator.contains, operator.not_,
     operator.truth, operator.is_, operator.is_not, itertools.product, itertools.chain, functools.reduce,
@@ -476,7 +526,7 @@ HANDLERS = {
     itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
     itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
     itertools.repeat, operator.itemgetter, operator.attrgetter, id, itertools.count, itertools.cycle,
-    itertools.groupby, vars,
+    itertools.groupby, vars, warnings.warn,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 

@@ -8,6 +8,7 @@ constant ``range`` and ``slice`` objects.
 import inspect
 import sys
 import types
+import typing
 
 import numpy as np
 import torch
@@ -37,7 +38,14 @@ def is_constant_value(value):
         return all(is_constant_value(v) for v in value)
     if type(value) is slice:  # a graph break can hand a resume function slice(tensor, tensor)
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
-    return type(value) in CONSTANT_TYPES or isinstance(value, NUMPY_CONSTANT_TYPES)
+    return type(value) in CONSTANT_TYPES or isinstance(value, NUMPY_CONSTANT_TYPES) or is_type_hint(value)
+
+
+def is_type_hint(value):
+    """``list[int]``, ``int | None``, ``typing.Callable[..., T]``: what a nested function's
+    annotations evaluate to when it is defined (immutable, and never used while tracing)."""
+    return type(value) in (types.GenericAlias, types.UnionType) or (
+        type(value).__module__ == "typing" and not isinstance(value, typing.NewType))  # UserId(5) is a call
 
 
 def fold(fn, *args, **kwargs):
@@ -62,7 +70,7 @@ class ConstantVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         attr = fold(getattr, self.value, name)
-        if callable(attr):
+        if callable(attr) and not is_type_hint(attr):  # typing.Optional[int].__origin__ is typing.Union
             return GetAttrVariable(self, name)
         return wrap_constant(attr)
 
@@ -94,6 +102,16 @@ class ConstantVariable(VariableTracker):
 
     def __repr__(self):
         return f"ConstantVariable({self.value!r})"
+
+
+class FakeIdVariable(ConstantVariable):
+    """``id()`` of an object made in the frame: the id of its tracker, which stands for the object
+    while tracing (one tracker per object; two trackers alive at once have two ids, as two live
+    objects do). Good for what ``copy.deepcopy`` does with it (a memo key, an ``is`` test); the
+    number means nothing outside the trace, so it may not leave the frame."""
+
+    def reconstruct(self, codegen):
+        unsupported("id() of an object made in the frame, leaving the frame (its number exists only while tracing)")
 
 
 class RangeVariable(ConstantVariable):

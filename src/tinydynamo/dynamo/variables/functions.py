@@ -21,7 +21,7 @@ import inspect
 import types
 
 from ..exc import raise_at_trace_time, unsupported
-from ..source import AttrSource, ClosureSource, GetItemSource
+from ..source import AttrSource, ClosureCellSource, ClosureSource, GetItemSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .dicts import ConstDictVariable
@@ -29,12 +29,21 @@ from .lists import TupleVariable
 
 
 class CellVariable(VariableTracker):
-    """A closure cell: made while tracing (holds a tracker), or a real cell read on first use."""
+    """A closure cell: made while tracing (holds a tracker), or a real cell read on first use.
+    A real cell has one tracker per trace (``existing``), so that the functions closing over it
+    see each other's ``nonlocal`` writes."""
 
     def __init__(self, contents=None, real_cell=None, source=None):
         super().__init__(source)
         self.contents = contents
         self.real_cell = real_cell
+
+    @classmethod
+    def existing(cls, tx, real_cell, source):
+        known = tx.output.cells_by_id.get(id(real_cell))
+        if known is None:
+            known = tx.output.cells_by_id[id(real_cell)] = cls(real_cell=real_cell, source=source)
+        return known
 
     def get(self, tx):
         if self.contents is None and self.real_cell is not None:
@@ -48,10 +57,20 @@ class CellVariable(VariableTracker):
             unsupported("reading a free variable before it is assigned")
         return self.contents
 
-    def set(self, value):
+    def set(self, tx, value):
+        """A ``nonlocal`` write; to a real cell, replayed after the graph (``cell.cell_contents = value``)."""
         if self.real_cell is not None:
-            unsupported("assigning to a nonlocal variable of a function defined outside the frame")
+            tx.output.side_effects.store_attr(self.cell_object(), "cell_contents", value)
         self.contents = value
+
+    def cell_object(self):
+        """The real cell itself, as the transformed code reaches it: a free variable of the frame
+        (LOAD_CLOSURE), or an item of a function's ``__closure__``."""
+        if isinstance(self.source, ClosureSource):
+            return VariableTracker(ClosureCellSource(self.source.local_name))
+        if isinstance(self.source, AttrSource) and self.source.member == "cell_contents":
+            return VariableTracker(self.source.base)
+        unsupported("assigning to a nonlocal variable of a function that the frame cannot reload")
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -102,7 +121,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             source = None
             if self.source is not None:
                 source = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
-            cells.append(CellVariable(real_cell=cell, source=source))
+            cells.append(CellVariable.existing(tx, cell, source))
         return cells
 
     def var_getattr(self, tx, name):
@@ -147,13 +166,22 @@ class UserMethodVariable(UserFunctionVariable):
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION during tracing."""
 
-    def __init__(self, code, f_globals, defaults, kwdefaults, closure):
+    def __init__(self, code, f_globals, defaults, kwdefaults, closure, annotations=None):
         super().__init__()
         self.code = code
         self.f_globals = f_globals
         self.defaults = defaults  # list of trackers
         self.kwdefaults = kwdefaults  # dict name -> tracker
         self.closure = closure  # list of CellVariable, in co_freevars order
+        self.annotations = annotations  # the tuple (name, value, name, value...) that the bytecode built
+
+    def var_getattr(self, tx, name):
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(self.code, f"co_{name.strip('_')}"))
+        if name == "__annotations__":
+            pairs = self.annotations.unpack_var_sequence(tx) if self.annotations is not None else []
+            return ConstDictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
+        unsupported(f"attribute {name!r} of a function made in the frame")
 
     def python_object(self):
         unsupported("the identity of a function created inside the compiled frame")
@@ -194,6 +222,9 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
                 codegen(default)
             codegen.append("BUILD_MAP", arg=len(self.kwdefaults))
             flags |= 0x02
+        if self.annotations is not None:
+            codegen(self.annotations)
+            flags |= 0x04
         if self.closure:
             for cell in self.closure:
                 codegen.load_closure(cell.source.local_name)

@@ -9,6 +9,7 @@
 import abc
 import collections
 import collections.abc
+import copyreg
 import dataclasses
 import enum
 import functools
@@ -41,14 +42,30 @@ def bind_with_defaults(tx, cls, args, kwargs):
             for name, parameter in signature.parameters.items()]
 
 
-def is_plain_class(cls):
-    """A class whose instances ``object.__new__`` makes and ``__init__`` (Python) fills: such an
-    instance built while tracing is rebuilt afterwards from its attributes."""
+def has_plain_instances(cls):
+    """A Python class whose instances are a ``__dict__`` and nothing else (no builtin base, no
+    ``__slots__``) and whose attribute writes are ``object``'s or a Python ``__setattr__``: such an
+    instance made while tracing is a NewObjectVariable, rebuilt afterwards from its attributes."""
     return (type(cls) in (type, abc.ABCMeta) and cls.__new__ is object.__new__
-            and cls.__setattr__ is object.__setattr__
-            and (isinstance(cls.__init__, types.FunctionType) or cls.__init__ is object.__init__)
-            and not issubclass(cls, BaseException)
-            and "__slots__" not in vars(cls))
+            and (cls.__setattr__ is object.__setattr__ or isinstance(cls.__setattr__, types.FunctionType))
+            and cls.__dictoffset__ != 0 and all(k.__module__ != "builtins" and not vars(k).get("__slots__")
+                                                for k in cls.__mro__[:-1])
+            and not issubclass(cls, torch.nn.Module))
+
+
+def is_plain_class(cls):
+    """A class whose instances ``object.__new__`` makes and ``__init__`` (Python) fills."""
+    return has_plain_instances(cls) and (
+        isinstance(cls.__init__, types.FunctionType) or cls.__init__ is object.__init__)
+
+
+def reduces_as_plain_object(cls):
+    """Whether ``obj.__reduce_ex__(protocol)`` (what ``copy.copy``, ``copy.deepcopy`` and pickle
+    call) is ``object``'s own for an instance of ``cls``, which returns
+    ``(copyreg.__newobj__, (cls,), obj.__dict__ or None, None, None)``."""
+    return has_plain_instances(cls) and all(
+        getattr(cls, name) is getattr(object, name) for name in ("__reduce_ex__", "__reduce__", "__getstate__")
+    ) and not hasattr(cls, "__getnewargs_ex__") and not hasattr(cls, "__getnewargs__")
 
 
 def overrides_construction(cls):
@@ -273,6 +290,8 @@ class UserDefinedObjectVariable(VariableTracker):
             return pending
         if isinstance(self.value, enum.Enum) and name in ("name", "value"):
             return tx.build(getattr(self.value, name))  # fixed for a member, and the builder guarded which
+        if name == "__reduce_ex__" and reduces_as_plain_object(type(self.value)):
+            return GetAttrVariable(self, name)
         if source is None and name in getattr(self.value, "__dict__", {}) \
                 and not type(self.value).__module__.startswith("torch."):  # torch's own: trusted, as torch's modules
             unsupported(f"attribute {name!r} of a {type(self.value).__name__} with no source to guard it")
@@ -329,7 +348,26 @@ class UserDefinedObjectVariable(VariableTracker):
         if isinstance(self.value, dict) and name in DICT_READS and not isinstance(
                 inspect.getattr_static(cls, name, None), types.FunctionType):
             return self.dict_contents(tx).call_method(tx, name, args, kwargs)
+        if name == "__reduce_ex__" and reduces_as_plain_object(cls) and len(args) == 1 and not kwargs:
+            return self.reduce_ex(tx)
         return super().call_method(tx, name, args, kwargs)
+
+    def reduce_ex(self, tx):
+        """``object.__reduce_ex__``, as ``copy`` calls it: the class, to be made again by
+        ``copyreg.__newobj__``, and the instance dict as the state (None when it is empty)."""
+        state = self.var_getattr(tx, "__dict__")
+        if not state.truthy(tx):
+            state = ConstantVariable(None)
+        cls = type(self.value)
+        return TupleVariable([tx.build(copyreg.__newobj__), TupleVariable([TypeVariable(cls, self.class_source())]),
+                              state, ConstantVariable(None), ConstantVariable(None)])
+
+    def write_instance_dict(self, tx, name, value):
+        """``obj.__dict__[name] = value``: the attribute store ``obj.name = value`` replayed after
+        the graph, where that store runs no Python code of the class's."""
+        if inspect.getattr_static(type(self.value), "__setattr__") is not object.__setattr__:
+            unsupported(f"writing {name!r} into the __dict__ of a {type(self.value).__name__} with a __setattr__")
+        self.store_attr(tx, name, value)
 
     def dynamic_attribute(self, tx, name, source):
         """An attribute of an object whose class overrides ``__getattribute__`` (transformers'
@@ -421,19 +459,22 @@ class InstanceDictVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name == "__setitem__" and not kwargs:
             return self.store(tx, *args)
+        if name == "update" and len(args) <= 1:  # what copy does to a copy: y.__dict__.update(state)
+            items = [*dict_from(tx, args[0] if args else None, kwargs).items.items()]
+            for key, value in items:
+                self.store(tx, ConstantVariable(key), value)
+            return ConstantVariable(None)
         if name not in DICT_READS + ("copy", "__iter__"):
             unsupported(f"dict.{name} on the __dict__ of a {type(self.obj.value).__name__} "
                         "(it would change the object's attributes)")
         return self.snapshot(tx).call_method(tx, name, args, kwargs)
 
     def store(self, tx, key, value):
-        """``obj.__dict__[name] = value``: as ``obj.name = value`` where that runs no Python code
-        (no ``__setattr__`` of the class's, no data descriptor of that name)."""
+        """``obj.__dict__[name] = value``, for a name that no data descriptor of the class owns."""
         cls, name = type(self.obj.value), key.as_python_constant()
-        if not isinstance(name, str) or inspect.getattr_static(cls, "__setattr__") is not object.__setattr__ \
-                or inspect.isdatadescriptor(inspect.getattr_static(cls, name, None)):
-            unsupported(f"writing {name!r} into the __dict__ of a {cls.__name__} (__setattr__ or a descriptor)")
-        self.obj.store_attr(tx, name, value)
+        if not isinstance(name, str) or inspect.isdatadescriptor(inspect.getattr_static(cls, name, None)):
+            unsupported(f"writing {name!r} into the __dict__ of a {cls.__name__} (not a name, or a descriptor's)")
+        self.obj.write_instance_dict(tx, name, value)
         return ConstantVariable(None)
 
     def unpack_var_sequence(self, tx):
@@ -654,10 +695,20 @@ class NewObjectVariable(UserDefinedObjectVariable):
         return obj
 
     def var_getattr(self, tx, name):
+        cls = type(self.value)
+        if has_custom_getattribute(cls) and not is_method(cls, name) and name != "__dict__":
+            getattribute = inspect.getattr_static(cls, "__getattribute__")
+            return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name):
+        """``object.__getattribute__``: the instance's own attributes, then the class's."""
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
             return InstanceDictVariable(self, None)
+        if name == "__reduce_ex__" and reduces_as_plain_object(type(self.value)):
+            return GetAttrVariable(self, name)
         source = AttrSource(self.type_source, name) if self.type_source is not None else None
         return static_attribute(tx, self, self.value, name, source)
 
@@ -668,13 +719,29 @@ class NewObjectVariable(UserDefinedObjectVariable):
         return self.type_source
 
     def store_attr(self, tx, name, value):
+        """``obj.name = value``: through the class's ``__setattr__`` if it has one in Python
+        (whose ``super().__setattr__`` comes back to ``slot_write``)."""
+        setattr_method = inspect.getattr_static(type(self.value), "__setattr__")
+        if isinstance(setattr_method, types.FunctionType):
+            UserMethodVariable(setattr_method, self).call_function(tx, [ConstantVariable(name), value], {})
+            return
+        self.write_instance_dict(tx, name, value)
+
+    def write_instance_dict(self, tx, name, value):
         if inspect.isdatadescriptor(inspect.getattr_static(type(self.value), name, None)):
             unsupported(f"assigning {type(self.value).__name__}.{name}, a property or descriptor")
         self.attrs[name] = value
 
+    def slot_write(self, tx, slot, name, args):
+        if name != "__setattr__" or len(args) != 2:
+            unsupported(f"super().{name}() on a {type(self.value).__name__} made in the frame")
+        self.write_instance_dict(tx, args[0].as_python_constant(), args[1])
+        return ConstantVariable(None)
+
     def delete_attr(self, tx, name):
-        if name not in self.attrs:
-            unsupported(f"deleting {type(self.value).__name__}.{name}, which the object does not have")
+        if name not in self.attrs or inspect.getattr_static(type(self.value), "__delattr__") is not object.__delattr__:
+            unsupported(f"deleting {type(self.value).__name__}.{name}, which the object does not have "
+                        "or whose class has a __delattr__")
         del self.attrs[name]
 
     def python_object(self):
@@ -687,11 +754,20 @@ class NewObjectVariable(UserDefinedObjectVariable):
         codegen.load_const(object.__new__, push_null=True)
         codegen.load_const(type(self.value))
         codegen.call(1)
-        for name, value in self.attrs.items():
-            codegen.append("COPY", arg=1)
-            codegen(value)
-            codegen.append("SWAP", arg=2)
-            codegen.append("STORE_ATTR", argval=name)
+        plain_writes = type(self.value).__setattr__ is object.__setattr__
+        for name, value in self.attrs.items():  # its __dict__, as the trace left it
+            if plain_writes:
+                codegen.append("COPY", arg=1)
+                codegen(value)
+                codegen.append("SWAP", arg=2)
+                codegen.append("STORE_ATTR", argval=name)
+            else:  # object.__setattr__(obj, name, value), not the class's own
+                codegen.load_const(object.__setattr__, push_null=True)
+                codegen.append("COPY", arg=3)  # the object, below the callable and its NULL
+                codegen.load_const(name)
+                codegen(value)
+                codegen.call(3)
+                codegen.append("POP_TOP")
 
     def __repr__(self):
         return f"NewObjectVariable({type(self.value).__name__})"

@@ -73,7 +73,8 @@ def _torch_namespace_ids():
     namespaces = [torch, torch.nn.functional, torch.linalg, torch.fft, torch.special, torch._C._nn,
                   torch._C._VariableFunctions]
     values = [getattr(ns, name, None) for ns in namespaces for name in dir(ns)]
-    return {id(v) for v in values if callable(v) and not isinstance(v, type)}
+    return {id(v) for v in values if callable(v) and not isinstance(v, type)
+            and v is not getattr(object, getattr(v, "__name__", ""), None)}  # not object.__new__ & co
 
 
 def is_torch_callable(value):
