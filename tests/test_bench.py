@@ -4,7 +4,7 @@ import json
 import torch
 
 from tinydynamo.bench import __main__ as bench
-from tinydynamo.bench import harness, tuning, workloads
+from tinydynamo.bench import harness, report, tuning, workloads
 
 
 def test_quick_run_writes_results(tmp_path, capsys):
@@ -131,3 +131,23 @@ def test_models_check_ignores_float32_noise_but_not_errors():
     assert models.check([grad, torch.zeros(3)], [grad * (1 + 1e-5), torch.full((3,), 1e-12)]) is None
     assert "differs from eager" in models.check([grad], [grad * 1.01])
     assert "2 tensors, eager has 1" in models.check([grad], [grad, grad])
+
+
+def test_bounds_compute_the_bytes_and_the_math_they_name():
+    x, y = torch.randn(64), torch.randn(64)
+    calls = workloads.WORKLOADS["gelu_chain"].bounds((x,))
+    assert set(calls) == {"copy into a fresh output", "tanh of each element"}
+    torch.testing.assert_close(calls["copy into a fresh output"](), x)
+    torch.testing.assert_close(calls["tanh of each element"](), torch.tanh(x))
+    two_inputs = workloads.WORKLOADS["bias_gelu_residual_ln"].bounds((x, y))
+    torch.testing.assert_close(two_inputs["copy into a fresh output"](), x + y)  # reads both, writes one
+    assert harness._bounds(workloads.WORKLOADS["softmax"], "cpu", quick=True) == {}  # cache-sized: no bounds
+
+
+def test_the_report_sets_each_memory_bound_workload_beside_its_bounds():
+    timed = {"median_s": 2e-3, "fraction_of_copy": 0.5, "variant": "tinydynamo"}
+    bound = {"median_s": 1e-3, "fraction_of_copy": 1.0, "variant": "tanh of each element"}
+    lines = report._bounds_table([{"description": "(a) chain", "variants": {"tinydynamo": timed},
+                                   "bounds": {"tanh of each element": bound}}, {"description": "(e)", "bounds": {}}])
+    assert lines[-1] == "| (a) chain | 2.000 ms, 50% of copy | tanh of each element: 1.000 ms, 100% of copy |"
+    assert not report._bounds_table([{"description": "(e)"}])  # runs committed before bounds were measured

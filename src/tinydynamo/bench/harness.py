@@ -35,6 +35,7 @@ class WorkloadResult:
     description: str
     backend: str
     variants: dict
+    bounds: dict = dataclasses.field(default_factory=dict)  # what -> VariantResult of an eager call
 
 
 def synchronizer(device):
@@ -137,10 +138,20 @@ def run_workload(workload, device, quick, rounds, target_sample_s, copy_gbps):
             calls[variant] = call
     if "eager" not in calls:
         raise RuntimeError(f"eager run of {workload.name} failed: {results['eager'].error}")
+    bound_calls = _bounds(workload, device, quick)
+    bounds = {what: VariantResult(what) for what in bound_calls}
     n = _calls_per_sample(calls["eager"], device, target_sample_s)
-    _interleave(calls, results, device, rounds, n)
-    _derive(workload, results, copy_gbps, device, quick)
-    return WorkloadResult(workload.name, workload.description, workload.compile_backend, results)
+    _interleave({**calls, **bound_calls}, {**results, **bounds}, device, rounds, n)
+    _derive(workload, {**results, **bounds}, copy_gbps, device, quick)
+    return WorkloadResult(workload.name, workload.description, workload.compile_backend, results, bounds)
+
+
+def _bounds(workload, device, quick):
+    """The workload's bounds as calls on its own full-size inputs (none for quick runs, whose sizes
+    fit in the caches)."""
+    if workload.bounds is None or quick:
+        return {}
+    return workload.bounds(workload.build(device, quick)[1])
 
 
 def _calls_per_sample(call, device, target_sample_s):

@@ -111,7 +111,27 @@ def to_markdown(data):
     for name, label in zip(OVERHEAD_WORKLOADS, ("Call overhead", "Call overhead, inductor")):
         if s.get(name):
             lines.append(f"{label}: " + ", ".join(f"{k} = {v}" for k, v in s[name].items()) + ".")
-    return "\n".join(lines)
+    return "\n".join(lines + _bounds_table(data["workloads"]))
+
+
+def _bounds_table(workloads):
+    """The memory-bound workloads beside their bounds (eager calls timed in the same rounds)."""
+    bounded = [w for w in workloads if w.get("bounds")]
+    if not bounded:
+        return []
+    lines = ["", "What stands between the memory-bound workloads and the copy: eager calls timed in the "
+             "same rounds (median time, and bandwidth as a fraction of the copy's).", "",
+             "| workload | tinydynamo | bounds |", "|---|---|---|"]
+    for w in bounded:
+        bounds = "; ".join(f"{what}: {_bound_cell(_Result(**b))}" for what, b in w["bounds"].items())
+        lines.append(f"| {w['description']} | {_bound_cell(_Result(**w['variants']['tinydynamo']))} | {bounds} |")
+    return lines
+
+
+def _bound_cell(result):
+    if result.median_s is None:
+        return result.error or "-"
+    return f"{result.median_s * 1e3:.3f} ms, {result.fraction_of_copy:.0%} of copy"
 
 
 @dataclasses.dataclass

@@ -2,7 +2,9 @@
 
 ``bytes_moved`` is the minimum memory traffic of a memory-bound workload (each input read once,
 each output written once); dividing it by the time gives the effective bandwidth, which is compared
-with a plain copy measured in the same run.
+with a plain copy measured in the same run. ``bounds`` are eager calls timed in the same rounds
+that show what stands between a workload and that copy: the same bytes written into a fresh output,
+and its transcendental function (exp, tanh) alone.
 """
 import dataclasses
 import math
@@ -20,6 +22,7 @@ class Workload:
     description: str
     build: Callable  # build(device, quick) -> (fn or nn.Module to compile, args)
     bytes_moved: Callable | None = None  # bytes_moved(args) for memory-bound workloads
+    bounds: Callable | None = None  # bounds(args) -> {what: zero-argument eager call} that bound it below
     compile_backend: str = "inductor"  # the backend used by the compiled variants
     training: bool = False  # time forward + mean-square loss + backward, instead of a no_grad forward
 
@@ -52,6 +55,29 @@ def _randn(*shape, device):
 
 def _elementwise_bytes(n_inputs, n_outputs):
     return lambda args: (n_inputs + n_outputs) * args[0].numel() * args[0].element_size()
+
+
+def _fresh_output(args):
+    """What any function that returns a new tensor pays: the same bytes as the workload, written
+    into a tensor allocated by the call (the operating system maps and zeroes its pages)."""
+    if len(args) > 1 and args[1].shape == args[0].shape:  # two full-size inputs: read both
+        return lambda: torch.add(args[0], args[1])
+    return lambda: torch.empty_like(args[0]).copy_(args[0])
+
+
+def _once_per_element(op):
+    """``op`` applied once to every element into a preallocated output (eager's vectorized math)."""
+    def bound(args):
+        out = torch.empty_like(args[0])
+        return lambda: op(args[0], out=out)
+    return bound
+
+
+def _bounds(*extra):
+    def bounds(args):
+        return {"copy into a fresh output": _fresh_output(args),
+                **{f"{op.__name__} of each element": _once_per_element(op)(args) for op in extra}}
+    return bounds
 
 
 def _build_gelu(device, quick):
@@ -95,11 +121,14 @@ def _build_call_overhead(device, quick):
 WORKLOADS = {
     w.name: w
     for w in (
-        Workload("gelu_chain", "(a) GELU-tanh chain, 2^24 elements", _build_gelu, _elementwise_bytes(1, 1)),
-        Workload("softmax", "(b) softmax over (4096, 1024)", _build_softmax, _elementwise_bytes(1, 1)),
-        Workload("layer_norm", "(c) layer_norm over (4096, 1024)", _build_layer_norm, _elementwise_bytes(1, 1)),
+        Workload("gelu_chain", "(a) GELU-tanh chain, 2^24 elements", _build_gelu, _elementwise_bytes(1, 1),
+                 _bounds(torch.tanh)),
+        Workload("softmax", "(b) softmax over (4096, 1024)", _build_softmax, _elementwise_bytes(1, 1),
+                 _bounds(torch.exp)),
+        Workload("layer_norm", "(c) layer_norm over (4096, 1024)", _build_layer_norm, _elementwise_bytes(1, 1),
+                 _bounds()),
         Workload("bias_gelu_residual_ln", "(d) bias+GELU+residual+layernorm, (8192, 768)", _build_bias_gelu_ln,
-                 _elementwise_bytes(2, 1)),
+                 _elementwise_bytes(2, 1), _bounds(torch.tanh)),
         Workload("mlp_forward", "(e) MLP 1024→4096→1024 forward, batch 256", _build_mlp),
         Workload("mlp_training", "(f) MLP training step", _build_mlp, training=True),
         Workload("block_forward", "(g) nanoGPT block forward (C=256, 4 heads, T=256, B=8)", _build_block),
