@@ -99,3 +99,46 @@ def test_float_to_int_of_nan_inf_and_out_of_range_values_as_eager(source, dtype)
     low bits of the int32 conversion (300.5 -> int8 44)."""
     x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 2.7, -2.7, 300.5, -129.5, 1e20] * 7)
     check_torch(lambda t: (t * 1).to(dtype), [x.to(source)])
+
+
+class ComplexRotaryAttention(torch.nn.Module):
+    """Attention with the rotary embedding of Meta's original LLaMA code: complex frequencies in a
+    buffer, query and key pairs viewed as complex numbers and rotated by a complex product."""
+
+    def __init__(self, dim=32, heads=2, max_len=16):
+        super().__init__()
+        self.heads = heads
+        self.wq, self.wk = torch.nn.Linear(dim, dim, bias=False), torch.nn.Linear(dim, dim, bias=False)
+        angles = torch.outer(torch.arange(max_len).float(), 1.0 / 10000 ** (torch.arange(0, dim // heads, 2) / (dim // heads)))
+        self.register_buffer("freqs_cis", torch.polar(torch.ones_like(angles), angles))
+
+    def rotate(self, t, start):
+        pairs = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
+        freqs = self.freqs_cis[start:start + t.shape[1]].view(1, t.shape[1], 1, -1)
+        return torch.view_as_real(pairs * freqs).flatten(3).type_as(t)
+
+    def forward(self, x, start=0):
+        b, n, d = x.shape
+        q = self.rotate(self.wq(x).view(b, n, self.heads, -1), start)
+        k = self.rotate(self.wk(x).view(b, n, self.heads, -1), start)
+        return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2), is_causal=True)
+
+
+@pytest.mark.parametrize("backend", ["decomp_eager", "inductor"])
+def test_complex_rotary_embedding_compiles_and_trains_like_eager(backend, recwarn):
+    tinydynamo.reset()
+    torch.manual_seed(0)
+    model = ComplexRotaryAttention()
+    x = torch.randn(2, 8, 32, requires_grad=True)
+    expected = model(x, 2)
+    expected.square().mean().backward()
+    grads = [x.grad, *(p.grad for p in model.parameters())]
+    x.grad = None
+    model.zero_grad()
+    actual = tinydynamo.compile(model, backend=backend)(x, 2)
+    actual.square().mean().backward()
+    torch.testing.assert_close(actual, expected)
+    for got, want in zip([x.grad, *(p.grad for p in model.parameters())], grads):
+        torch.testing.assert_close(got, want)
+    assert not [w for w in recwarn if "tinydynamo" in str(w.message)]  # compiled, not run eagerly
+    assert tinydynamo.stats()["fallbacks"] == 0

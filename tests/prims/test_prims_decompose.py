@@ -56,9 +56,24 @@ def test_ops_without_a_decomposition_become_implicit_extern_fallbacks(capsys):
 
 
 def test_view_ops_without_a_decomposition_are_not_fallbacks():
-    gm, inputs = one_op_graph(aten.view_as_real.default, (torch.randn(3, dtype=torch.complex64),), {})
+    gm, inputs = one_op_graph(aten.view.dtype, (T(4), torch.int32), {})  # a bitcast view
     with pytest.raises(DecompositionError, match="as a view op it cannot be an extern fallback"):
         decompose(gm, inputs)
+
+
+def test_ops_on_complex_tensors_are_externs_and_views_their_copy_variants():
+    """The prims have no complex dtypes: LLaMA's rotary embedding runs its complex ops as aten
+    kernels, a view (view_as_complex, a slice of the complex frequencies) as its copy variant."""
+    def rotary(x, freqs):
+        pairs = torch.view_as_complex(x.reshape(2, 3, 2))
+        return torch.view_as_real(pairs * freqs[1:4]).flatten(1) * 2
+
+    inputs = [T(2, 6), torch.polar(torch.ones(5), T(5))]
+    prim_gm = decompose(make_fx(rotary)(*inputs), inputs)
+    externs = {n.target for n in prim_gm.graph.nodes if isinstance(n.target, torch._ops.OpOverload)}
+    assert externs == {aten.view_as_complex_copy.default, aten.slice_copy.Tensor, aten.mul.Tensor,
+                       aten.view_as_real_copy.default}
+    assert_same(prim_gm(*inputs), rotary(*inputs))
 
 
 def test_a_fallback_needs_a_meta_kernel():
@@ -227,3 +242,11 @@ def test_a_bfloat16_linear_compiles_to_atens_addmm_and_matches_eager_exactly():
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     with torch.no_grad():
         assert torch.equal(tinydynamo.compile(model)(x), model(x))
+
+
+def test_complex_tensors_are_an_error_without_implicit_fallbacks():
+    inputs = [torch.polar(torch.ones(3), T(3))]
+    gm = make_fx(lambda c: torch.view_as_real(c * c))(*inputs)
+    with config.patch(implicit_fallbacks=False):
+        with pytest.raises(DecompositionError, match="works on complex tensors, which no prim takes"):
+            decompose(gm, inputs)

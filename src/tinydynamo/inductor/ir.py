@@ -426,4 +426,5 @@ def _brief(value):
 
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
-                    torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+                    torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+                    torch.complex64, torch.complex128)  # complex: only extern kernels touch them (no prim takes them)

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch.utils._pytree import tree_leaves
 
+from .. import config
 from .._logging import trace_artifact
 from ..aot.symbolic import SIZE_OPS, bind_symbols, evaluate, is_symbolic
 from ..utils import counters
@@ -50,9 +51,16 @@ def _problem(node):
         return f"{target!r} is not an aten op"
     if target._schema.is_mutable:
         return f"{target} mutates its inputs (the graph must be functionalized)"
+    if _node_involves_complex(node):
+        return complex_fallback_problem(target)
     if target not in decomposition_table:
         return implicit_fallback_problem(target)
     return None
+
+
+def _node_involves_complex(node):
+    values = [node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)]
+    return involves_complex(node.args, node.kwargs, values)
 
 
 def check_supported(gm):
@@ -98,6 +106,8 @@ class DecompositionInterpreter(torch.fx.Interpreter):
             return target(*args, **kwargs)
         if target in EXTERN_FALLBACKS:
             return self.tracer.record_extern(target, args, kwargs, self.traced_val())
+        if involves_complex(args, kwargs, self.node.meta.get("val")):
+            return self.complex_fallback(target, args, kwargs)
         if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
             return self.implicit_fallback(target, args, kwargs, "has no decomposition")
         recorded_before = len(self.tracer.graph.nodes)
@@ -108,6 +118,19 @@ class DecompositionInterpreter(torch.fx.Interpreter):
                 raise
             self.tracer.erase_nodes_after(recorded_before)  # what it recorded before declining
             return self.implicit_fallback(target, args, kwargs, f"declined these arguments ({declined})")
+
+    def complex_fallback(self, target, args, kwargs):
+        """The prims have no complex dtypes, so an op on complex tensors (LLaMA's rotary embedding:
+        view_as_complex, a complex product, view_as_real) runs as an extern aten kernel; a view op
+        as its copy variant, since an extern returns new memory (the graph is functional: nothing
+        writes through the view)."""
+        problem = complex_fallback_problem(target)
+        if problem is not None:
+            raise DecompositionError(problem)
+        if not is_view_op(target):
+            return self.implicit_fallback(target, args, kwargs, "works on complex tensors")
+        counters["implicit_fallbacks"] += 1
+        return self.tracer.record_extern(copy_variant(target), args, kwargs)
 
     def implicit_fallback(self, target, args, kwargs, why):
         counters["implicit_fallbacks"] += 1
@@ -125,6 +148,32 @@ class DecompositionInterpreter(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
+
+
+def involves_complex(args, kwargs, val):
+    values = tree_leaves((args, kwargs, val))
+    return any((isinstance(v, torch.Tensor) and v.dtype.is_complex) or (isinstance(v, torch.dtype) and v.is_complex)
+               for v in values)
+
+
+def complex_fallback_problem(op):
+    """Why ``op`` on complex tensors cannot run as an extern kernel (the prims have no complex
+    dtypes), or None."""
+    if not config.implicit_fallbacks:
+        return f"{op} works on complex tensors, which no prim takes"
+    if is_view_op(op) and copy_variant(op) is None:
+        return f"{op} on complex tensors: a view op with no copy variant"
+    return None
+
+
+def is_view_op(op):
+    return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
+
+
+def copy_variant(op):
+    """``aten.view_copy.default`` for ``aten.view.default``: the op that returns new memory."""
+    packet = getattr(torch.ops.aten, f"{op._schema.name.split('::')[-1]}_copy", None)
+    return getattr(packet, op._overloadname, None) if packet is not None else None
 
 
 def compute_size(target, args):

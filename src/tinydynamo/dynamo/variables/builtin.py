@@ -202,7 +202,7 @@ class BuiltinVariable(VariableTracker):
         registry = frame.f_globals.setdefault("__warningregistry__", {})  # what warn() would use
         warn_explicit = functools.partial(warnings.warn_explicit, registry=registry,
                                           module_globals=frame.f_globals, source=source)
-        location = [frame.code.co_filename, frame.current_instruction.positions.lineno,
+        location = [frame.code.co_filename, frame.current_instruction.positions.lineno or frame.code.co_firstlineno,
                     frame.f_globals.get("__name__", "<string>")]
         tx.output.side_effects.replay_call(warn_explicit, [tx.build(v) for v in
                                                            [message, category or UserWarning, *location]])
