@@ -68,7 +68,9 @@ def test_tuning_findings_measure_what_chapter_13_says(tmp_path):
     no_grad = findings["inference under torch.no_grad()"]
     assert no_grad["eager, activations KiB, no_grad"] == no_grad["tinydynamo, activations KiB, no_grad"] == 0
     assert 0 < no_grad["tinydynamo, activations KiB"] < no_grad["eager, activations KiB"]  # GELU recomputed
-    assert findings["activation checkpointing"]["eager, checkpointed, activations KiB"] == 0
+    remat = findings["activation checkpointing"]
+    assert remat["eager, checkpointed, activations KiB"] == 0
+    assert remat["tinydynamo, checkpointed, activations KiB"] < remat["tinydynamo, activations KiB"]  # one graph, recomputed
     assert findings["channels_last memory format"]["tinydynamo output stays channels_last"] is True
     assert findings["mixed precision (torch.autocast, bfloat16)"]["tinydynamo compiles under autocast"] is True
 
@@ -136,11 +138,13 @@ def test_models_check_ignores_float32_noise_but_not_errors():
 def test_bounds_compute_the_bytes_and_the_math_they_name():
     x, y = torch.randn(64), torch.randn(64)
     calls = workloads.WORKLOADS["gelu_chain"].bounds((x,))
-    assert set(calls) == {"copy into a fresh output", "tanh of each element"}
+    assert set(calls) == {"same bytes into a preallocated output", "copy into a fresh output", "tanh of each element"}
+    torch.testing.assert_close(calls["same bytes into a preallocated output"](), x)
     torch.testing.assert_close(calls["copy into a fresh output"](), x)
     torch.testing.assert_close(calls["tanh of each element"](), torch.tanh(x))
     two_inputs = workloads.WORKLOADS["bias_gelu_residual_ln"].bounds((x, y))
     torch.testing.assert_close(two_inputs["copy into a fresh output"](), x + y)  # reads both, writes one
+    torch.testing.assert_close(two_inputs["same bytes into a preallocated output"](), x + y)
     assert harness._bounds(workloads.WORKLOADS["softmax"], "cpu", quick=True) == {}  # cache-sized: no bounds
 
 

@@ -13,6 +13,8 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 import tinydynamo
+from tinydynamo.aot import aot_autograd, min_cut_rematerialization_partition
+from tinydynamo.aot.partitioners import saved_bytes
 
 BACKENDS = ["eager", "aot_eager", "inductor"]
 
@@ -38,8 +40,7 @@ def assert_same(actual, expected):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_checkpoint_inside_a_compiled_function(backend):
-    """The checkpointed function is called from the eager part of the compiled function (a
-    graph break): it is not compiled on its own, as the backward's recomputation runs it eagerly."""
+    """The checkpointed function is traced into the graph, its nodes tagged for recomputation."""
     layer = make_layer()
 
     def step(x):
@@ -116,3 +117,81 @@ def test_tracing_is_not_seen_by_saved_tensors_hooks(backend):
             compiled(torch.randn(4, 8, requires_grad=True)).backward()
         counts.append(len(saved))
     assert counts[0] == counts[1] > 0
+
+
+class TwoBlocks(nn.Module):
+    """Two residual MLP blocks; the first one checkpointed when ``checkpointed``."""
+
+    def __init__(self, checkpointed, p=0.0):
+        super().__init__()
+        torch.manual_seed(0)
+        self.checkpointed, self.p = checkpointed, p
+        self.up, self.down = nn.Linear(16, 64), nn.Linear(64, 16)
+        self.up2, self.down2 = nn.Linear(16, 64), nn.Linear(64, 16)
+
+    def first(self, x):
+        return x + self.down(torch.dropout(torch.nn.functional.gelu(self.up(x)), self.p, True))
+
+    def forward(self, x):
+        h = checkpoint(self.first, x, use_reentrant=False) if self.checkpointed else self.first(x)
+        return (h + self.down2(torch.relu(self.up2(h)))).square().mean()
+
+
+def min_cut_eager(graphs):
+    """AOT autograd with the min-cut partitioner (inductor's), its aten graphs run as they are and
+    kept in ``graphs``."""
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def backend(gm, example_inputs):
+        return aot_autograd(gm, example_inputs, fw_compiler=keep, partition_fn=min_cut_rematerialization_partition)
+
+    return backend
+
+
+def partition_of(model, x):
+    """The forward and backward graphs that the min-cut partitioner makes for ``model``."""
+    graphs = []
+    tinydynamo.compile(model, backend=min_cut_eager(graphs))(x).backward()
+    return graphs
+
+
+def test_a_checkpointed_region_is_one_graph_and_its_activations_are_recomputed():
+    """As in eager: the backward computes the region again from its input instead of keeping its
+    activations (here the 64-wide hidden layer of the first block)."""
+    x = torch.randn(32, 16, requires_grad=True)
+    assert tinydynamo.explain(TwoBlocks(True))(x).graph_break_count == 0
+    plain = saved_bytes(*partition_of(TwoBlocks(False), x), include_primals=False)
+    forward, backward = partition_of(TwoBlocks(True), x)
+    assert saved_bytes(forward, backward, include_primals=False) < plain
+    assert "addmm" in {n.target.__name__.split(".")[0] for n in backward.graph.nodes if n.op == "call_function"}
+
+
+def test_random_ops_in_a_checkpointed_region_are_saved_not_drawn_again():
+    """Eager's checkpoint replays the random state to draw the same dropout mask again; the
+    compiled backward reuses the mask of the forward instead."""
+    x = torch.randn(32, 16)
+    model, reference = TwoBlocks(True, p=0.5), TwoBlocks(True, p=0.5)
+    compiled = tinydynamo.compile(model, backend=min_cut_eager([]))  # draws eager's random numbers
+    for _ in range(2):
+        torch.manual_seed(1)
+        expected = gradients(reference, reference, x)
+        torch.manual_seed(1)
+        assert_same(gradients(compiled, model, x), expected)
+
+
+def test_a_reentrant_checkpoint_of_inputs_that_need_no_grad_keeps_eager_semantics():
+    """The reentrant variant's output needs no grad when none of its inputs does, even though the
+    layer's parameters do: traced, it would. So that call breaks the graph and runs as eager's."""
+    layer = make_layer()
+
+    def step(x):
+        return checkpoint(layer, torch.sin(x), use_reentrant=True) * 2
+
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        assert step(x).requires_grad is False
+        assert tinydynamo.compile(step, backend="eager")(x).requires_grad is False
+    assert "use_reentrant=True" in str(tinydynamo.explain(step)(x).break_reasons)
+    assert tinydynamo.explain(step)(x.requires_grad_()).graph_break_count == 0  # now the same as non-reentrant

@@ -825,3 +825,46 @@ def test_nonlocal_writes_to_cells_from_outside_are_replayed():
     step, state = make_recorder()
     compiled = dynamo.compile(step, backend="eager")
     assert_same(([compiled(torch.ones(2)) for _ in range(2)], state()), expected)
+
+
+class OnceLogger(logging.Logger):
+    """transformers' loggers: ``warning_once`` is a method under ``functools.lru_cache``."""
+
+    @functools.lru_cache(None)
+    def warning_once(self, *args):
+        self.warning(*args)
+
+
+ONCE = OnceLogger("tinydynamo.tests.once")
+ONCE.parent = logging.getLogger()  # made directly, not by getLogger: attach it where caplog listens
+
+
+def warns_once(x):
+    ONCE.warning_once("`use_cache=True` is incompatible with gradient checkpointing")
+    return x + 1
+
+
+def test_warning_once_is_issued_once_without_a_break(caplog):
+    assert tinydynamo.explain(warns_once)(torch.ones(2)).graph_break_count == 0
+    OnceLogger.warning_once.cache_clear()
+    tinydynamo.reset()
+    caplog.clear()
+    compiled = dynamo.compile(warns_once, backend="eager")
+    with caplog.at_level(logging.WARNING, logger="tinydynamo.tests.once"):
+        for _ in range(3):
+            compiled(torch.ones(2))
+    assert [r.getMessage() for r in caplog.records if r.name == "tinydynamo.tests.once"] == [
+        "`use_cache=True` is incompatible with gradient checkpointing"]
+
+
+def marks_its_input(x):
+    y = x * 2
+    y.requires_grad_(True)  # the hook transformers installs on input embeddings
+    return y + 1
+
+
+def test_requires_grad_of_a_tensor_that_has_it_is_a_no_op():
+    x = torch.randn(3, requires_grad=True)
+    assert tinydynamo.explain(marks_its_input)(x).graph_break_count == 0
+    assert tinydynamo.explain(marks_its_input)(x.detach()).graph_break_count == 1  # it would change the state
+    assert_same(dynamo.compile(marks_its_input, backend="eager")(x), marks_its_input(x))

@@ -31,6 +31,7 @@ from .graph_capture import capture
 from .partitioners import default_partition
 from .runtime_wrappers import RuntimeWrapper, ScalarSpecializedFunction
 from .symbolic import is_symbolic
+from .tracer import user_node_tags
 
 
 @contextlib.contextmanager
@@ -50,6 +51,14 @@ def _swapped_module_tensors(module, tensors):
             slots[attr] = tensor
 
 
+class TaggingInterpreter(fx.Interpreter):
+    """Runs the user's graph node by node; the aten nodes each node makes inherit its tags."""
+
+    def run_node(self, n):
+        with user_node_tags(n):
+            return super().run_node(n)
+
+
 def _lift_parameters_and_buffers(gm):
     """Return (tensors, fn): ``fn(*tensors, *inputs)`` runs ``gm(*inputs)`` with those tensors."""
     named = [
@@ -63,7 +72,7 @@ def _lift_parameters_and_buffers(gm):
         tensors = {name: args[position[id(t)]] for name, t in named}
         with _swapped_module_tensors(gm, tensors):
             if isinstance(gm, fx.GraphModule):  # node by node: an error names the node and its user line
-                return fx.Interpreter(gm).run(*args[len(lifted):])
+                return TaggingInterpreter(gm).run(*args[len(lifted):])
             return gm(*args[len(lifted):])
 
     return lifted, flat_fn

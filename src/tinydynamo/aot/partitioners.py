@@ -165,7 +165,7 @@ def may_recompute(node):
         return True
     if node.op != "call_function":
         return False
-    if node.target is operator.getitem or is_view(node):
+    if node.target is operator.getitem or is_view(node) or must_recompute(node):
         return True
     tags = node.target.tags
     if torch.Tag.nondeterministic_seeded in tags:
@@ -175,16 +175,27 @@ def may_recompute(node):
     return nbytes(node) * 4 >= sum(nbytes(n) for n in node.all_input_nodes)
 
 
+def must_recompute(node):
+    """A node of a ``torch.utils.checkpoint`` region (tagged ``recompute``): never saved, so the
+    backward computes it again, unless it is random (its value is saved: recomputing it would
+    draw new numbers)."""
+    if node.op == "call_function" and node.target is operator.getitem:
+        return must_recompute(node.args[0])  # an item of a multi-output op: as random as the op
+    return bool(node.meta.get("recompute")) and not (
+        node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+        and torch.Tag.nondeterministic_seeded in node.target.tags)
+
+
 def _capacity(node):
     """Cost of saving ``node``: its size in bytes.
 
     Views are never saved (their base is, and the view is re-made for free), and neither are
-    non-tensors such as the tuple a multi-output op returns (its items are). A symbolic size
-    costs next to nothing.
+    non-tensors such as the tuple a multi-output op returns (its items are), nor the values of a
+    checkpointed region. A symbolic size costs next to nothing.
     """
     if is_size(node):
         return 1
-    if is_view(node) or not isinstance(node.meta.get("val"), torch.Tensor):
+    if is_view(node) or not isinstance(node.meta.get("val"), torch.Tensor) or must_recompute(node):
         return math.inf
     return nbytes(node)
 

@@ -27,6 +27,7 @@ on meta, with its arguments moved to meta and ``device=`` of factory ops rewritt
 graph records the real device. SymInt arguments become graph values (``SymbolicValues``).
 """
 import contextlib
+import contextvars
 import dataclasses
 import operator
 import threading
@@ -56,6 +57,21 @@ from ..symbolic_shapes import SymbolicShapeError
 from .symbolic import SYM_TYPES, SymbolicValues
 
 aten = torch.ops.aten
+
+# The tags of the node of the user's graph that is running (``recompute``, from a
+# torch.utils.checkpoint region): every aten node traced for it gets them too. Backward nodes,
+# traced after the forward has run, get none.
+PROPAGATED_TAGS = ("recompute",)
+_user_node_tags = contextvars.ContextVar("user_node_tags", default={})
+
+
+@contextlib.contextmanager
+def user_node_tags(node):
+    token = _user_node_tags.set({k: node.meta[k] for k in PROPAGATED_TAGS if k in node.meta})
+    try:
+        yield
+    finally:
+        _user_node_tags.reset(token)
 
 
 @dataclasses.dataclass(eq=False)
@@ -572,6 +588,7 @@ class DispatchTracer(TorchDispatchMode):
             # program's real device, that of its tensor arguments or else of its inputs
             kwargs["device"] = self._program_device(args)
         node = self.graph.create_node("call_function", func, args, kwargs, name=name)
+        node.meta.update(_user_node_tags.get())
         self._set_val(node, val, self._result_device(node, val))
         return node
 

@@ -129,7 +129,8 @@ def checkpointed(model):
 
 def checkpointing(quick, rounds):
     model, x = mlp(64 if quick else 256), torch.randn(8 if quick else 64, 64 if quick else 256)
-    variants = {"eager": model, "eager, checkpointed": checkpointed(model), "tinydynamo": tinydynamo.compile(model)}
+    variants = {"eager": model, "eager, checkpointed": checkpointed(model), "tinydynamo": tinydynamo.compile(model),
+                "tinydynamo, checkpointed": tinydynamo.compile(checkpointed(model))}
     values = {f"{name}, activations KiB": activations_kib(fn, model, x) for name, fn in variants.items()}
     times = medians_ms({f"{name} ms (step)": (lambda fn=fn: training_step(fn, x, model, True))
                         for name, fn in variants.items()}, rounds, 5)

@@ -150,6 +150,7 @@ class OutputGraph:
         self.variable_cache = {}  # source -> tracker, so a value read twice is one tracker
         self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
         self.cells_by_id = {}  # id of a closure cell from outside -> its CellVariable (one per cell)
+        self.node_tags = {}  # put in the meta of each node traced now (see ``tagging``)
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
         self.autocast = autocast_state()
@@ -260,7 +261,18 @@ class OutputGraph:
         proxy = self.current_tracer.create_proxy(kind, target, args, kwargs)
         if self.current_tx is not None:
             proxy.node.meta["stack_trace"] = self.current_tx.format_stack()
+        proxy.node.meta.update(self.node_tags)
         return proxy
+
+    @contextlib.contextmanager
+    def tagging(self, **tags):
+        """Put ``tags`` in the ``meta`` of every node traced inside the block (``recompute=True``
+        inside a ``torch.utils.checkpoint`` region, which the partitioner reads)."""
+        outer, self.node_tags = self.node_tags, {**self.node_tags, **tags}
+        try:
+            yield
+        finally:
+            self.node_tags = outer
 
     @contextlib.contextmanager
     def subgraph(self):

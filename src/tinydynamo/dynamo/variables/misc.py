@@ -253,6 +253,15 @@ def logger_is_enabled(tx, logger, method):
     return level is None or logger.isEnabledFor(level) or enabled_for(tx, logger, level)
 
 
+def is_log_once(cls, name, args, kwargs):
+    """``logger.warning_once(...)`` (transformers': a Logger method under ``functools.lru_cache``)
+    with constant arguments. It is called now, while tracing: it logs on its first call in the
+    process and never again for these arguments, so the compiled code has nothing left to do."""
+    method = inspect.getattr_static(cls, name, None)
+    return isinstance(method, functools._lru_cache_wrapper) and all(
+        a.is_python_constant() for a in [*args, *kwargs.values()])
+
+
 def enabled_for(tx, logger, level):
     """``logger.isEnabledFor(level)``, answered now, under a guard that the answer stays the same."""
 
@@ -343,6 +352,10 @@ class UserDefinedObjectVariable(VariableTracker):
             return ConstantVariable(enabled_for(tx, self.value, args[0].as_python_constant()))
         if isinstance(self.value, logging.Logger) and not logger_is_enabled(tx, self.value, name):
             return ConstantVariable(None)  # log.debug(...) with debug logging off does nothing
+        if isinstance(self.value, logging.Logger) and is_log_once(cls, name, args, kwargs):
+            fold(getattr(self.value, name), *[a.as_python_constant() for a in args],
+                 **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return ConstantVariable(None)
         if isinstance(self.value, logging.Logger):
             unsupported(f"logging.Logger.{name}() (a side effect)")
         if isinstance(self.value, dict) and name in DICT_READS and not isinstance(

@@ -114,9 +114,18 @@ class TensorVariable(VariableTracker):
             unsupported(f"Tensor attribute {name!r}")
         return wrap_constant(value)
 
+    def already_requires_grad(self, args, kwargs):
+        """Whether ``requires_grad_(flag)`` asks for the flag the tensor already has."""
+        flags = [*args, *kwargs.values()]
+        if len(flags) > 1 or not all(f.is_python_constant() for f in flags):
+            return False
+        return self.example_value.requires_grad == (flags[0].as_python_constant() if flags else True)
+
     def call_method(self, tx, name, args, kwargs):
         if name == "numpy" and not args and not kwargs:  # torch.Tensor.numpy(x), which torch.py answers
             return tx.build(torch.Tensor.numpy).call_function(tx, [self], {})
+        if name == "requires_grad_" and self.already_requires_grad(args, kwargs):
+            return self  # a no-op: the hook transformers installs for gradient checkpointing
         if name in UNSUPPORTED_METHODS:
             unsupported(UNSUPPORTED_METHODS[name])
         if name == "__len__" and self.example_value.dim() > 0:  # symbolic when dim 0 is

@@ -22,6 +22,7 @@ import types
 import numpy as np
 import torch
 import torch.fx
+import torch.utils.checkpoint
 
 from ..exc import unsupported
 from ..guards import Guard
@@ -31,7 +32,7 @@ from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .distributed import IN_PLACE_COLLECTIVES, trace_collective
 from .futures import FutureVariable, trace_fork
 from .ndarray import NumpyNdarrayVariable
-from .tensor import trace_op
+from .tensor import TensorVariable, trace_op
 
 SIDE_EFFECT_FUNCTIONS = {
     "manual_seed", "seed", "initial_seed", "set_rng_state", "get_rng_state", "set_default_dtype",
@@ -75,6 +76,28 @@ def _torch_namespace_ids():
     values = [getattr(ns, name, None) for ns in namespaces for name in dir(ns)]
     return {id(v) for v in values if callable(v) and not isinstance(v, type)
             and v is not getattr(object, getattr(v, "__name__", ""), None)}  # not object.__new__ & co
+
+
+CHECKPOINT_OPTIONS = ("use_reentrant", "preserve_rng_state", "determinism_check", "debug")
+
+
+def trace_checkpoint(tx, fn, args, kwargs):
+    """``torch.utils.checkpoint.checkpoint(fn, *args)``: ``fn`` is traced into this graph with its
+    nodes tagged ``recompute``. The partitioner saves none of them for the backward, which computes
+    them again from the region's inputs, as eager's checkpoint does (random ops excepted: their
+    values are saved, which gives the same numbers as eager's replayed random state)."""
+    reentrant = kwargs["use_reentrant"].as_python_constant() if "use_reentrant" in kwargs else None
+    kwargs = {k: v for k, v in kwargs.items() if k not in CHECKPOINT_OPTIONS}
+    if "context_fn" in kwargs:
+        unsupported("torch.utils.checkpoint with a context_fn (selective checkpointing)")
+    if reentrant is None:
+        unsupported("torch.utils.checkpoint without use_reentrant (eager warns, then runs the reentrant variant)")
+    if reentrant and (kwargs or not any(isinstance(a, TensorVariable) and a.example_value.requires_grad for a in args)):
+        # the reentrant variant refuses keyword arguments, and without an input that requires
+        # grad its output does not require grad either: not what the traced function computes
+        unsupported("torch.utils.checkpoint(use_reentrant=True) with keyword arguments or no input requiring grad")
+    with tx.output.tagging(recompute=True):
+        return fn.call_function(tx, list(args), kwargs)
 
 
 def is_torch_callable(value):
@@ -134,6 +157,8 @@ class TorchFunctionVariable(VariableTracker):
         module = getattr(self.fn, "__module__", None) or ""
         if self.fn is torch.jit.fork and args:  # its function traced into a graph of its own
             return trace_fork(tx, args[0], args[1:], kwargs)
+        if self.fn is torch.utils.checkpoint.checkpoint and args:
+            return trace_checkpoint(tx, args[0], args[1:], kwargs)
         if self.fn is torch.jit.wait and len(args) == 1 and not kwargs:
             if not isinstance(args[0], FutureVariable):
                 unsupported(f"torch.jit.wait of {args[0]}: not a future this graph forked (a fork "
