@@ -2436,3 +2436,16 @@ def nested_function_with_annotations(x):
         return {name: t * (scale or 1.0) for name in names}  # the annotations are evaluated, then unused
 
     return scaled(x, ["a", "b"], 2.0)["b"], scaled.__annotations__["names"]
+
+
+@case(T(2, 6, 3), T(2, 6, 3), dynamo=False)  # torch._dynamo keeps one associative_scan node; ours is unrolled
+def associative_scan_of_a_linear_recurrence(a, b):
+    """Mamba's selective scan as transformers writes it when a compiler traces it."""
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    def combine(left, right):
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    _, forward = associative_scan(combine, (a.sigmoid(), b), dim=1, combine_mode="generic")
+    backward = associative_scan(lambda x, y: x + y, b, dim=1, reverse=True, combine_mode="generic")
+    return forward, backward

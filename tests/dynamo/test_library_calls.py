@@ -392,3 +392,16 @@ def test_id_of_an_object_made_in_the_frame_does_not_leave_it():
     explained = tinydynamo.explain(leaks)(torch.randn(3))
     assert "id() of an object made in the frame, leaving the frame" in str(explained.break_reasons)
     assert isinstance(tinydynamo.compile(leaks, backend="eager")(torch.randn(3))[1], int)
+
+
+def scans_pointwise(x):
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    return associative_scan(lambda a, b: a + b, x, dim=0)
+
+
+def test_associative_scan_refuses_pointwise_mode_on_cpu_as_eager_does():
+    with pytest.raises(ValueError, match="combine_mode='pointwise'"):
+        scans_pointwise(torch.randn(4))
+    with pytest.raises(ValueError, match="combine_mode='pointwise'"):
+        dynamo.compile(scans_pointwise, backend="eager")(torch.randn(4))

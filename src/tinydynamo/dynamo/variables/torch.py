@@ -24,13 +24,14 @@ import torch
 import torch.fx
 import torch.utils.checkpoint
 
-from ..exc import unsupported
+from ..exc import raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..trace_rules import inline_refusal
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_constant_value, wrap_constant
 from .distributed import IN_PLACE_COLLECTIVES, trace_collective
 from .futures import FutureVariable, trace_fork
+from .lists import BaseListVariable, ListVariable
 from .ndarray import NumpyNdarrayVariable
 from .tensor import TensorVariable, trace_op
 
@@ -100,6 +101,39 @@ def trace_checkpoint(tx, fn, args, kwargs):
         return fn.call_function(tx, list(args), kwargs)
 
 
+def trace_associative_scan(tx, combine_fn, xs, dim, reverse=None, combine_mode=None):
+    """``associative_scan(combine_fn, xs, dim)`` (Mamba's selective scan, when transformers sees
+    a compiler): the scan unrolled along ``dim``, ``combine_fn`` traced once per element on slices
+    without that dimension (what torch's generic mode hands it, through vmap), and the results
+    stacked. ``xs`` is a tensor or a tuple or list of tensors."""
+    leaves = xs.unpack_var_sequence(tx) if isinstance(xs, BaseListVariable) else [xs]
+    dim, reverse = dim.as_python_constant(), reverse is not None and reverse.as_python_constant()
+    if not all(isinstance(leaf, TensorVariable) for leaf in leaves) or not isinstance(
+            length := leaves[0].example_value.shape[dim], int):
+        unsupported("associative_scan of something other than tensors of a static length")
+    pointwise = combine_mode is None or combine_mode.as_python_constant() == "pointwise"
+    if pointwise and not all(leaf.device.type in ("cuda", "xpu") for leaf in leaves):
+        raise_at_trace_time(ValueError("For combine_mode='pointwise', all input tensors need to be on CUDA or XPU"))
+
+    def pack(items):
+        return type(xs)(items) if isinstance(xs, BaseListVariable) else items[0]
+
+    def unpack(value):
+        return value.unpack_var_sequence(tx) if isinstance(value, BaseListVariable) else [value]
+
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    elements = [[trace_op(tx, "call_method", "select", [leaf, ConstantVariable(dim), ConstantVariable(i)], {})
+                 for leaf in leaves] for i in order]
+    scanned = [elements[0]]
+    for element in elements[1:]:
+        scanned.append(unpack(combine_fn.call_function(tx, [pack(scanned[-1]), pack(element)], {})))
+    if reverse:
+        scanned.reverse()
+    return pack([trace_op(tx, "call_function", torch.stack, [ListVariable([s[k] for s in scanned]),
+                                                              ConstantVariable(dim)], {})
+                 for k in range(len(leaves))])
+
+
 def is_torch_callable(value):
     """A function (C or Python) that belongs to torch, not a class or a module; or an operator
     (``torch.ops.aten.relu``, a ``torch.library.custom_op``)."""
@@ -159,6 +193,8 @@ class TorchFunctionVariable(VariableTracker):
             return trace_fork(tx, args[0], args[1:], kwargs)
         if self.fn is torch.utils.checkpoint.checkpoint and args:
             return trace_checkpoint(tx, args[0], args[1:], kwargs)
+        if (module, name) == ("torch._higher_order_ops.associative_scan", "associative_scan"):
+            return trace_associative_scan(tx, *args, **kwargs)
         if self.fn is torch.jit.wait and len(args) == 1 and not kwargs:
             if not isinstance(args[0], FutureVariable):
                 unsupported(f"torch.jit.wait of {args[0]}: not a future this graph forked (a fork "
