@@ -85,3 +85,20 @@ def test_a_difference_from_eager_passes_only_when_it_is_rounding():
     assert no_further_from_float64(eager, {"w": torch.tensor([0.0, 10.0])}, reference)
     assert not no_further_from_float64(eager, {"w": torch.tensor([1e-2, 10.0])}, reference)
     assert not no_further_from_float64(eager, {"w": torch.tensor([float("nan"), 10.0])}, reference)
+
+
+def test_a_model_output_rebuilt_from_its_items_is_one_graph():
+    """DETR's backbone filters a BackboneOutput's items and builds the class again from them: its
+    first field, a tuple of tensors, is that field's value, not (key, value) pairs to unpack."""
+    from transformers.modeling_outputs import BackboneOutput
+
+    def refilter(x):
+        out = BackboneOutput(feature_maps=(x.relu(),), hidden_states=(x, x * 2))
+        out = type(out)(**{k: v for k, v in out.items() if k != "hidden_states"})
+        return out.feature_maps[0] + 1, list(out.keys())
+
+    x = torch.randn(4, 4)
+    assert tinydynamo.explain(refilter)(x).graph_break_count == torch._dynamo.explain(refilter)(x).graph_break_count == 0
+    actual, expected = tinydynamo.compile(refilter, backend="eager")(x), refilter(x)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1] == expected[1] == ["feature_maps"]

@@ -152,6 +152,9 @@ _DECODERS = [
     _hf("gptj", "decoder", "GPTJForCausalLM", "GPTJConfig",
         dict(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=4, rotary_dim=8, n_positions=64,
              resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=2, use_cache=False)),
+    _hf("mamba", "decoder", "MambaForCausalLM", "MambaConfig",  # a selective state-space scan, no attention
+        dict(vocab_size=VOCAB, hidden_size=HIDDEN, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+             use_cache=False)),
 ]
 
 # ---- transformers: encoders (masked LM heads) ----
@@ -183,6 +186,11 @@ _SEQ2SEQ = [
         dict(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
              decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
              dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, use_cache=False), fast=True),
+    _hf("m2m_100", "seq2seq", "M2M100ForConditionalGeneration", "M2M100Config",  # deep-copies its config
+        dict(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+             decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
+             dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, encoder_layerdrop=0.0,
+             decoder_layerdrop=0.0, decoder_start_token_id=2, pad_token_id=1)),
 ]
 
 # ---- transformers: vision (image classification, 10 labels) ----

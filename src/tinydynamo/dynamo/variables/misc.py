@@ -530,6 +530,17 @@ def is_traceable_dataclass(cls):
                for f in dataclasses.fields(cls))
 
 
+def starts_with_a_pair(items):
+    """Whether ModelOutput's __post_init__ reads a tuple or list given as its only field as
+    (key, value) pairs: it does when the first item is a pair whose key is a string (or when
+    there is no item to tell)."""
+    if not items:
+        return True
+    pair = items[0]
+    return isinstance(pair, BaseListVariable) and len(pair.items) == 2 and pair.items[0].is_python_constant() \
+        and isinstance(pair.items[0].as_python_constant(), str)
+
+
 class DataClassVariable(VariableTracker):
     """An instance of a dataclass created inside the frame (a ModelOutput, a user's result type).
 
@@ -566,8 +577,10 @@ class DataClassVariable(VariableTracker):
         first, *rest = self.initial.values()
         if not all(is_none(v) for v in rest):
             return False
+        if isinstance(first, BaseListVariable) and not is_diffusers_output(self.cls):
+            return starts_with_a_pair(first.items)  # else it is the field's value, as in eager
         iterables = (ConstDictVariable,) if is_diffusers_output(self.cls) else \
-            (ConstDictVariable, BaseListVariable, ListIteratorVariable)
+            (ConstDictVariable, ListIteratorVariable)
         custom_iterable = isinstance(first, UserDefinedObjectVariable) and hasattr(
             first.python_type(), "__iter__")
         return isinstance(first, iterables) or (custom_iterable and not is_diffusers_output(self.cls))
