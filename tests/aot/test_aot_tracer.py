@@ -315,6 +315,22 @@ def test_unsupported_ops_raise(fn, message):
         traced_graph(fn, torch.randn(4, 3))
 
 
+def test_the_value_of_a_tensor_computed_from_python_numbers_is_read_while_tracing():
+    """Longformer's ``view(b, torch.div(n, 2 * w, rounding_mode="trunc"), ...)``: a size held in a
+    0-d tensor made from Python numbers is the same on every call, so it may be read and baked in;
+    the value of a tensor held by the graph may not."""
+    def chunks(x):
+        return x.view(x.size(0), torch.div(12, 4, rounding_mode="trunc"), 4).sum(-1)
+
+    x = torch.randn(2, 12)
+    gm = traced_graph(chunks, x)
+    assert torch.ops.aten._local_scalar_dense.default not in {n.target for n in gm.graph.nodes}
+    torch.testing.assert_close(gm(x)[0], chunks(x))
+    scale = torch.tensor(3)
+    with pytest.raises(NotImplementedError, match="depends on tensor data"):
+        traced_graph(lambda x: x.view(x.size(0), (scale * 1).item(), 4), x)
+
+
 def test_mutating_inputs_that_share_memory_raises():
     def fn(a, b):
         a.add_(1)

@@ -310,6 +310,8 @@ class DispatchTracer(TorchDispatchMode):
         func, args, kwargs = without_unneeded_mutation(func, args, kwargs)
         if func is aten._local_scalar_dense.default and self.symbolic:
             return self._read_scalar_input(args[0])
+        if func is aten._local_scalar_dense.default and self._computed_from_constants(args[0]):
+            return self._run(func, args, kwargs)  # the same value on every call: baked into the graph
         _check_traceable(func, args)
         if func is WAIT:
             return self._trace_wait(args[0])
@@ -337,6 +339,19 @@ class DispatchTracer(TorchDispatchMode):
             view = ViewInfo(parent, func, args[1:], kwargs, index) if parent else None
             self._track(tensor, value, view)
         return out
+
+    def _computed_from_constants(self, tensor):
+        """Whether ``tensor`` was computed from Python numbers alone (``torch.div(16, 4)``, which
+        Longformer passes to ``view`` as a size), not from a graph input or a tensor the graph
+        holds: reading it while tracing reads what every call would."""
+        seen, todo = set(), [self.value_of(tensor)]
+        while todo:
+            node = todo.pop()
+            if node.op in ("placeholder", "get_attr"):
+                return False
+            seen.add(node)
+            todo.extend(n for n in node.all_input_nodes if n not in seen)
+        return True
 
     def _read_scalar_input(self, tensor):
         """``.item()`` of a 0-d graph input. With ``dynamic=True``, PyTorch's Dynamo passes a
