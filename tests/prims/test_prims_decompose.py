@@ -55,9 +55,13 @@ def test_ops_without_a_decomposition_become_implicit_extern_fallbacks(capsys):
     assert_same(prim_gm(*inputs), fn(*inputs))
 
 
-def test_view_ops_without_a_decomposition_are_not_fallbacks():
+def test_a_view_op_without_a_decomposition_falls_back_as_its_copy_variant():
     gm, inputs = one_op_graph(aten.view.dtype, (T(4), torch.int32), {})  # a bitcast view
-    with pytest.raises(DecompositionError, match="as a view op it cannot be an extern fallback"):
+    prim_gm = decompose(gm, inputs)
+    assert {n.target for n in prim_gm.graph.nodes if isinstance(n.target, torch._ops.OpOverload)} == {
+        aten.view_copy.dtype}
+    assert_same(prim_gm(*inputs), inputs[0].view(torch.int32))
+    with config.patch(implicit_fallbacks=False), pytest.raises(DecompositionError, match="has no decomposition"):
         decompose(gm, inputs)
 
 

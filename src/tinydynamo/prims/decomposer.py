@@ -27,8 +27,8 @@ from ..aot.symbolic import SIZE_OPS, bind_symbols, evaluate, is_symbolic
 from ..utils import counters
 from .primitives import Prim
 from .prim_tracer import PrimTracer
-from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, decomposition_table,
-                       implicit_fallback_problem, run_decomposition)
+from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, copy_variant, decomposition_table,
+                       implicit_fallback_problem, is_view_op, run_decomposition)
 
 
 def _source(node):
@@ -121,21 +121,21 @@ class DecompositionInterpreter(torch.fx.Interpreter):
 
     def complex_fallback(self, target, args, kwargs):
         """The prims have no complex dtypes, so an op on complex tensors (LLaMA's rotary embedding:
-        view_as_complex, a complex product, view_as_real) runs as an extern aten kernel; a view op
-        as its copy variant, since an extern returns new memory (the graph is functional: nothing
-        writes through the view)."""
+        view_as_complex, a complex product, view_as_real) runs as an extern aten kernel, a view op
+        as its copy variant."""
         problem = complex_fallback_problem(target)
         if problem is not None:
             raise DecompositionError(problem)
-        if not is_view_op(target):
-            return self.implicit_fallback(target, args, kwargs, "works on complex tensors")
-        counters["implicit_fallbacks"] += 1
-        return self.tracer.record_extern(copy_variant(target), args, kwargs)
+        return self.implicit_fallback(target, args, kwargs, "works on complex tensors")
 
     def implicit_fallback(self, target, args, kwargs, why):
+        """``target`` as an extern kernel; a view op as its copy variant, whose output (new memory,
+        contiguous) its meta kernel describes."""
         counters["implicit_fallbacks"] += 1
-        trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as an extern (aten) kernel")
-        return self.tracer.record_extern(target, args, kwargs, self.traced_val())
+        view = is_view_op(target)
+        extern = copy_variant(target) if view else target
+        trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as the extern (aten) kernel {extern}")
+        return self.tracer.record_extern(extern, args, kwargs, None if view else self.traced_val())
 
     def traced_val(self):
         """The node's traced value, with the sizes of this decomposition's inputs; None (the op's
@@ -164,16 +164,6 @@ def complex_fallback_problem(op):
     if is_view_op(op) and copy_variant(op) is None:
         return f"{op} on complex tensors: a view op with no copy variant"
     return None
-
-
-def is_view_op(op):
-    return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
-
-
-def copy_variant(op):
-    """``aten.view_copy.default`` for ``aten.view.default``: the op that returns new memory."""
-    packet = getattr(torch.ops.aten, f"{op._schema.name.split('::')[-1]}_copy", None)
-    return getattr(packet, op._overloadname, None) if packet is not None else None
 
 
 def compute_size(target, args):

@@ -34,13 +34,26 @@ EXTERN_FALLBACKS = frozenset({
 def implicit_fallback_problem(op):
     """Why ``op``, which has no decomposition, cannot be an implicit extern fallback (or None).
 
-    An extern call returns new memory, so a view op (its output aliases its input) must be
-    decomposed; so must everything when ``config.implicit_fallbacks`` is off."""
+    An extern call returns new memory, so a view op (its output aliases its input) falls back as
+    its copy variant (``aten.view_copy.dtype`` for ``aten.view.dtype``): the graph is functional,
+    so nothing writes through the view, and AOT autograd makes an output that aliases an input
+    from the input again. A view op without one must be decomposed; so must everything when
+    ``config.implicit_fallbacks`` is off."""
     if not config.implicit_fallbacks:
         return f"{op} has no decomposition"
-    if any(ret.alias_info is not None for ret in op._schema.returns):
-        return f"{op} has no decomposition, and as a view op it cannot be an extern fallback"
+    if is_view_op(op) and copy_variant(op) is None:
+        return f"{op} has no decomposition, and as a view op with no copy variant it cannot be an extern fallback"
     return None
+
+
+def is_view_op(op):
+    return isinstance(op, torch._ops.OpOverload) and any(r.alias_info is not None for r in op._schema.returns)
+
+
+def copy_variant(op):
+    """``aten.view_copy.dtype`` for ``aten.view.dtype``: the op that returns new memory."""
+    packet = getattr(aten, f"{op._schema.name.split('::')[-1]}_copy", None)
+    return getattr(packet, op._overloadname, None) if packet is not None else None
 
 
 class DecompositionError(NotImplementedError):
