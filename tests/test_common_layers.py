@@ -240,7 +240,7 @@ OPS = {
     # a real output shape that aten's meta kernel gets wrong (offset2bag): the traced one is used
     "embedding_bag_per_sample_weights": (_embedding_bag_with_weights,
                                          lambda: (randn(10, 5), torch.tensor([1, 4, 7, 0, 9]))),
-    # complex tensors: no prims for them, the aten ops run as they are
+    # complex tensors: no prims for them, the aten ops run as extern kernels (views as their copy variants)
     "complex_and_fft": (lambda x: torch.fft.rfft(x).abs() + x.to(torch.complex64).real.sum(), lambda: (randn(4, 8),)),
     # (the method: torch_geometric replaces torch.index_select with a wrapper that rejects 0-d input)
     "index_select_of_a_0d_tensor": (lambda x: x.index_select(0, torch.tensor([0])) * 3,
@@ -254,10 +254,6 @@ def test_ops_outside_the_prims_match_eager(name):
     fn, make_inputs = OPS[name]
     inputs = make_inputs()
     tinydynamo.reset()
-    if name == "complex_and_fft":  # complex views (view_as_real) have no prims: the frame runs eagerly
-        with pytest.warns(UserWarning, match="runs eagerly: tinydynamo cannot compile it"):
-            torch.testing.assert_close(tinydynamo.compile(fn)(*inputs), fn(*inputs))
-        return
     torch.testing.assert_close(tinydynamo.compile(fn)(*inputs), fn(*inputs))
     assert tinydynamo.stats()["fallbacks"] == 0  # compiled, not run eagerly
 

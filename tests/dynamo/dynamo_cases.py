@@ -2449,3 +2449,21 @@ def associative_scan_of_a_linear_recurrence(a, b):
     _, forward = associative_scan(combine, (a.sigmoid(), b), dim=1, combine_mode="generic")
     backward = associative_scan(lambda x, y: x + y, b, dim=1, reverse=True, combine_mode="generic")
     return forward, backward
+
+
+@typing.runtime_checkable
+class Scales(typing.Protocol):
+    def scale(self) -> float: ...
+
+
+class Doubling:
+    def scale(self):
+        return 2.0
+
+
+DOUBLING = Doubling()
+
+
+@case(X)
+def protocol_class_stays_a_class(x):
+    return x * DOUBLING.scale() if isinstance(DOUBLING, Scales) else x, Scales.__name__

@@ -28,7 +28,7 @@ from ..utils import counters
 from .primitives import Prim
 from .prim_tracer import PrimTracer
 from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, copy_variant, decomposition_table,
-                       implicit_fallback_problem, is_view_op, run_decomposition)
+                       implicit_fallback_problem, involves_complex, is_view_op, run_decomposition)
 
 
 def _source(node):
@@ -60,7 +60,7 @@ def _problem(node):
 
 def _node_involves_complex(node):
     values = [node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)]
-    return involves_complex(node.args, node.kwargs, values)
+    return involves_complex((node.args, node.kwargs, values))
 
 
 def check_supported(gm):
@@ -106,7 +106,7 @@ class DecompositionInterpreter(torch.fx.Interpreter):
             return target(*args, **kwargs)
         if target in EXTERN_FALLBACKS:
             return self.tracer.record_extern(target, args, kwargs, self.traced_val())
-        if involves_complex(args, kwargs, self.node.meta.get("val")):
+        if involves_complex((args, kwargs, self.node.meta.get("val"))):
             return self.complex_fallback(target, args, kwargs)
         if target not in decomposition_table:  # check_supported() allowed it as an implicit fallback
             return self.implicit_fallback(target, args, kwargs, "has no decomposition")
@@ -148,12 +148,6 @@ class DecompositionInterpreter(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
-
-
-def involves_complex(args, kwargs, val):
-    values = tree_leaves((args, kwargs, val))
-    return any((isinstance(v, torch.Tensor) and v.dtype.is_complex) or (isinstance(v, torch.dtype) and v.is_complex)
-               for v in values)
 
 
 def complex_fallback_problem(op):

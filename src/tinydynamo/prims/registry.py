@@ -12,6 +12,7 @@ decomposition, or whose decomposition declines the arguments it got (:func:`impl
 says which ops cannot); each is logged and counted.
 """
 import torch
+from torch.utils._pytree import tree_leaves
 
 from .. import config
 from ..collectives import COLLECTIVES, WAIT
@@ -87,13 +88,12 @@ def run_decomposition(op, args, kwargs):
     decomposition = decomposition_table.get(op)
     if decomposition is None:
         raise DecompositionError(f"no decomposition for {op}")
-    if _involves_complex(args, kwargs):
+    if involves_complex((args, kwargs)):
         raise DecompositionDeclined("complex tensors: the prims have no complex dtypes")
     return decomposition(*args, **kwargs)
 
 
-def _involves_complex(args, kwargs):
-    values = [*args, *kwargs.values()]
-    values += [v for value in values if isinstance(value, (list, tuple)) for v in value]
+def involves_complex(values):
+    """Whether a complex tensor or dtype is among ``values`` (nested in lists, tuples and dicts)."""
     return any((isinstance(v, torch.Tensor) and v.dtype.is_complex) or (isinstance(v, torch.dtype) and v.is_complex)
-               for v in values)
+               for v in tree_leaves(values))

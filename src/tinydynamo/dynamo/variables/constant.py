@@ -43,9 +43,12 @@ def is_constant_value(value):
 
 def is_type_hint(value):
     """``list[int]``, ``int | None``, ``typing.Callable[..., T]``: what a nested function's
-    annotations evaluate to when it is defined (immutable, and never used while tracing)."""
-    return type(value) in (types.GenericAlias, types.UnionType) or (
-        type(value).__module__ == "typing" and not isinstance(value, typing.NewType))  # UserId(5) is a call
+    annotations evaluate to when it is defined (immutable, and never used while tracing). A class
+    is not one, even when its metaclass is typing's (a Protocol), nor is a NewType, which is
+    called (``UserId(5)``)."""
+    if isinstance(value, (type, typing.NewType)):
+        return False
+    return type(value) in (types.GenericAlias, types.UnionType) or type(value).__module__ == "typing"
 
 
 def fold(fn, *args, **kwargs):
