@@ -176,8 +176,10 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         self.annotations = annotations  # the tuple (name, value, name, value...) that the bytecode built
 
     def var_getattr(self, tx, name):
-        if name in ("__name__", "__qualname__"):
-            return ConstantVariable(getattr(self.code, f"co_{name.strip('_')}"))
+        if name == "__name__":
+            return ConstantVariable(self.code.co_name)
+        if name == "__qualname__":
+            return ConstantVariable(self.code.co_qualname)
         if name == "__annotations__":
             pairs = self.annotations.unpack_var_sequence(tx) if self.annotations is not None else []
             return ConstDictVariable({k.as_python_constant(): v for k, v in zip(pairs[::2], pairs[1::2])})
