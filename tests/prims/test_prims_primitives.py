@@ -9,7 +9,7 @@ import torch
 import tinydynamo.prims as prims
 from prims_helpers import make_tensor as T
 from tinydynamo.prims import KINDS, PRIMS
-from tinydynamo.prims.primitives import FLOAT, INTEGRAL, NUMBER, _SUPPORTED_DTYPES, view_strides
+from tinydynamo.prims.primitives import FLOAT, INTEGRAL, NUMBER, _SUPPORTED_DTYPES, suggest_memory_format, view_strides
 
 f32, bf16, i64, b8 = torch.float32, torch.bfloat16, torch.int64, torch.bool
 
@@ -44,6 +44,7 @@ _DTYPE_CLASS = {
 
 _x = T(2, 3, 4)
 _nc = T(4, 3, 2, noncontiguous=True)
+_cl = torch.channels_last
 _idx = torch.tensor([[0, 2, 1], [3, 3, 0]])
 OTHER_SAMPLES = {
     "where": [(T(3, 4, dtype=b8), T(3, 4), T(3, 4)), (T(3, 4, dtype=b8), T(3, 4, dtype=i64), 7),
@@ -69,9 +70,14 @@ OTHER_SAMPLES = {
     "mm": [(T(3, 4), T(4, 5)), (T(4, 3, noncontiguous=True).t(), T(4, 2))],
     "bmm": [(T(2, 3, 4), T(2, 4, 5))],
     "convolution": [(T(2, 3, 6, 6), T(4, 3, 3, 3), T(4), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
-                    (T(2, 4, 7, 7), T(4, 2, 3, 3), None, [2, 2], [0, 0], [1, 1], False, [0, 0], 2)],
+                    (T(2, 4, 7, 7), T(4, 2, 3, 3), None, [2, 2], [0, 0], [1, 1], False, [0, 0], 2),
+                    # channels-last, as oneDNN lays the result out when the input or the weight is
+                    (T(2, 3, 6, 6).to(memory_format=_cl), T(4, 3, 3, 3), T(4), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+                    (T(2, 4, 6, 6), T(4, 3, 3, 3).to(memory_format=_cl), None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1)],
     "convolution_backward": [(T(2, 4, 6, 6), T(2, 3, 6, 6), T(4, 3, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True]),
-                             (T(2, 4, 6, 6), T(2, 3, 6, 6), T(4, 3, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True])],
+                             (T(2, 4, 6, 6), T(2, 3, 6, 6), T(4, 3, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True]),
+                             (T(2, 4, 6, 6).to(memory_format=_cl), T(2, 3, 6, 6).to(memory_format=_cl), T(4, 3, 3, 3),
+                              [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True])],
 }
 
 
@@ -121,6 +127,10 @@ def _check_agrees(name, out, meta, args):
     assert _shares_storage(out, args) == (is_view and out.numel() > 0), f"{name}: view-ness differs"
     if is_view:
         assert out.storage_offset() == meta.storage_offset()
+    elif name in ("convolution", "convolution_backward"):
+        input_and_weight = args[:2] if name == "convolution" else args[1:3]
+        memory_format = suggest_memory_format(*input_and_weight)
+        assert out.is_contiguous(memory_format=memory_format), f"{name}: not in {memory_format}"
     else:
         assert out.is_contiguous(), f"{name}: a non-view prim must return a contiguous tensor"
 

@@ -73,7 +73,7 @@ class GraphLowering(torch.fx.Interpreter):
         if isinstance(value, ir.Reduction):
             return self.realize(value)
         if isinstance(value, ir.Pointwise) and self._should_realize(node, value):
-            return self.realize(value)
+            return self.realize(value, _memory_format_strides(node, value.get_size()))
         return value
 
     # ------------------------------------------------------------------ node kinds
@@ -286,6 +286,17 @@ def _original_output_strides(graph, convert):
         if _same_strides(size, stride, dense):
             found[node] = dense
     return found
+
+
+# the dims of a channels-last tensor from outermost to innermost in memory: channels innermost
+CHANNELS_LAST_ORDER = {torch.channels_last: (0, 2, 3, 1), torch.channels_last_3d: (0, 2, 3, 4, 1)}
+
+
+def _memory_format_strides(node, size):
+    """The strides of a buffer laid out in the memory format that ``decompose`` recorded on the
+    node (channels-last, as eager lays the value out), or None: contiguous."""
+    order = CHANNELS_LAST_ORDER.get(node.meta.get("memory_format"))
+    return None if order is None or len(order) != len(size) else dense_strides(size, order)
 
 
 def memory_order(stride):

@@ -25,8 +25,8 @@ from .. import config
 from .._logging import trace_artifact
 from ..aot.symbolic import SIZE_OPS, bind_symbols, evaluate, is_symbolic
 from ..utils import counters
-from .primitives import Prim
-from .prim_tracer import PrimTracer
+from .primitives import Prim, suggest_memory_format
+from .prim_tracer import PrimTracer, ProxyTensor
 from .registry import (EXTERN_FALLBACKS, DecompositionDeclined, DecompositionError, copy_variant, decomposition_table,
                        implicit_fallback_problem, involves_complex, is_view_op, run_decomposition)
 
@@ -87,7 +87,9 @@ class DecompositionInterpreter(torch.fx.Interpreter):
                               "original_aten": node.target if node.op == "call_function" else None}
         if "stack_trace" in node.meta:
             self.tracer.origin["stack_trace"] = node.meta["stack_trace"]
-        return super().run_node(node)
+        result = super().run_node(node)
+        _record_memory_format(result, node.meta.get("val"))
+        return result
 
     def placeholder(self, target, args, kwargs):
         example = super().placeholder(target, args, kwargs)
@@ -148,6 +150,16 @@ class DecompositionInterpreter(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         self.tracer.output(args[0])
+
+
+def _record_memory_format(result, val):
+    """Prims compute values, not layouts. Where eager lays a value out channels-last (the ReLU
+    after a channels-last convolution), its prim node says so, and the backend keeps that layout
+    for the buffer it stores the value in. The first aten node that yields a prim node decides."""
+    if isinstance(result, ProxyTensor) and isinstance(val, torch.Tensor):
+        memory_format = suggest_memory_format(val)
+        if memory_format is not torch.contiguous_format:
+            result.node.meta.setdefault("memory_format", memory_format)
 
 
 def complex_fallback_problem(op):

@@ -25,6 +25,7 @@ import types
 
 import torch
 
+from ..aot.symbolic import is_symbolic
 from ..utils import contiguous_strides
 from .prim_tracer import current_tracer
 
@@ -520,21 +521,34 @@ _register("bmm", "extern", lambda a, b: torch.bmm(a, b).contiguous(), _matmul_me
           "bmm(a, b) -> Tensor: batched matrix product of [B, n, k] and [B, k, m] tensors.")
 
 
+def suggest_memory_format(*tensors):
+    """The memory format ATen's CPU convolution gives its results: channels-last when an input is
+    laid out channels-last (and not also contiguous), else contiguous."""
+    for t in tensors:
+        if t.dim() in (4, 5) and not is_symbolic(t) and not t.is_contiguous():
+            channels_last = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+            if t.is_contiguous(memory_format=channels_last):
+                return channels_last
+    return torch.contiguous_format
+
+
 def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    return torch.convolution(input, weight, bias, stride, padding, dilation, transposed,
-                             output_padding, groups).contiguous()
+    out = torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    return out.contiguous(memory_format=suggest_memory_format(input, weight))
 
 
 def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                       groups):
     out = torch.ops.aten.convolution.default(input, weight, bias, stride, padding, dilation,
                                              transposed, output_padding, groups)
-    return _meta(out.shape, out.dtype)
+    return torch.empty(out.shape, dtype=out.dtype, device="meta",
+                       memory_format=suggest_memory_format(input, weight))
 
 
 _register("convolution", "extern", _convolution, _convolution_meta,
           "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, "
-          "groups) -> Tensor: aten.convolution (bias may be None).")
+          "groups) -> Tensor: aten.convolution (bias may be None), laid out channels-last when the "
+          "input or the weight is, as ATen does on CPU (the one prim whose layout is not contiguous).")
 
 
 def _convolution_backward(grad_output, input, weight, stride, padding, dilation, transposed,
@@ -542,21 +556,24 @@ def _convolution_backward(grad_output, input, weight, stride, padding, dilation,
     grads = torch.ops.aten.convolution_backward.default(
         grad_output, input, weight, None, stride, padding, dilation, transposed, output_padding,
         groups, [*output_mask, False])
-    return tuple(g.contiguous() if g is not None else None for g in grads[:2])
+    memory_format = suggest_memory_format(input, weight)
+    return tuple(g.contiguous(memory_format=memory_format) if g is not None else None for g in grads[:2])
 
 
 def _convolution_backward_meta(grad_output, input, weight, stride, padding, dilation, transposed,
                                output_padding, groups, output_mask):
     _check(len(output_mask) == 2, "prims.convolution_backward: output_mask is [input, weight]")
-    return (_meta(input.shape, input.dtype) if output_mask[0] else None,
-            _meta(weight.shape, weight.dtype) if output_mask[1] else None)
+    memory_format = suggest_memory_format(input, weight)
+    return tuple(torch.empty(t.shape, dtype=t.dtype, device="meta", memory_format=memory_format) if needed else None
+                 for t, needed in zip((input, weight), output_mask))
 
 
 _register("convolution_backward", "extern", _convolution_backward, _convolution_backward_meta,
           "convolution_backward(grad_output, input, weight, stride, padding, dilation, transposed, "
           "output_padding, groups, output_mask) -> (Tensor?, Tensor?): the gradients of "
-          "convolution with respect to input and weight; output_mask [bool, bool] says which to "
-          "compute (the other is None). The bias gradient is a sum, left to decompositions.")
+          "convolution with respect to input and weight, laid out as convolution lays out its "
+          "result; output_mask [bool, bool] says which to compute (the other is None). The bias "
+          "gradient is a sum, left to decompositions.")
 
 
 # Decompositions write ``prims.add(a, b)``; the package exposes the same as ``tinydynamo.prims.add``.
