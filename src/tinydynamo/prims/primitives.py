@@ -17,7 +17,8 @@ The contract that makes the backend simple:
   tensor dtype can hold; broadcasting (``broadcast_in_dim``) and type promotion
   (``convert_element_type``) are explicit calls made by the decompositions;
 * reductions take explicit ``dims``, have no ``keepdim`` and keep the input dtype;
-* every prim that is not a view returns a new contiguous tensor.
+* every prim that is not a view returns a new contiguous tensor, except the convolutions, whose
+  results are laid out as ATen's CPU kernels lay them out (channels-last for channels-last inputs).
 """
 import inspect
 import math
