@@ -1059,6 +1059,7 @@ def nested_comprehension(x):
 
 
 Point = collections.namedtuple("Point", ["x", "y"])
+PointTuple = Point  # the name Point is taken by a class further down
 
 
 @case(X)
@@ -2427,6 +2428,68 @@ def deepcopy_of_containers_made_in_the_frame(x):
     copied = copy.deepcopy(spec)
     copied["a"].append(7)
     return x * len(copied["b"][0]) + copied["c"][0], copied, spec
+
+
+@dataclasses.dataclass
+class Prediction:
+    logits: torch.Tensor
+    steps: int = 3
+
+
+@case(X, dynamo=False)  # torch._dynamo breaks twice here (3 graphs)
+def dataclass_helpers_copy_tensor_fields(x):
+    """dataclasses.asdict and astuple deep-copy each field: a tensor's __deepcopy__ is a clone
+    (it crashed the graph with the memo dict as an argument)."""
+    prediction = Prediction(x * 2)
+    fields = dataclasses.asdict(prediction)
+    replaced = dataclasses.replace(prediction, steps=5)
+    return fields["logits"] + 1, dataclasses.astuple(replaced)[1] * x, copy.deepcopy(x * 3)
+
+
+@case(X)
+def as_subclass_of_tensor_is_an_alias(x):
+    y = x.as_subclass(torch.Tensor)  # an internal error while tracing
+    return y * 2, y.shape[0]
+
+
+@case(X)
+def namedtuple_replace_make_and_asdict(x):
+    """_make and _replace build their result with tuple.__new__ (a bound builtin: a break)."""
+    point = PointTuple(x, 1)
+    moved = point._replace(y=2)
+    return moved, PointTuple._make([x * 2, 3]), moved._asdict()["y"] * x, point._fields
+
+
+@case(X)
+def namedtuple_class_made_in_the_frame(x):
+    Pair = collections.namedtuple("Pair", "first second", defaults=[4])  # its code runs exec: made while tracing
+    pair = Pair(x)
+    return pair.first * pair.second, tuple(pair), type(pair).__name__
+
+
+@case(X)
+def pytree_tree_map_over_nested_containers(x):
+    """torch.utils._pytree's tree functions were a break each (a function passed to torch)."""
+    tree = {"a": x, "b": [x * 2, (x + 1, None)], "c": PointTuple(x, 3)}
+    doubled = torch.utils._pytree.tree_map(lambda t: t * 2 if isinstance(t, torch.Tensor) else t, tree)
+    summed = torch.utils._pytree.tree_map(lambda a, b: a + b, [x, (x, 1)], [x * 3, (x, 2)])
+    negated = torch.utils._pytree.tree_map(torch.neg, torch.max(x, 1))  # a torch.return_types tuple
+    return doubled, summed, len(torch.utils._pytree.tree_leaves(tree)), negated
+
+
+@case(X)
+def pytree_flatten_and_unflatten(x):
+    leaves, spec = torch.utils._pytree.tree_flatten({"a": [x, x + 1], "b": (x * 2,), "n": None})
+    rebuilt = torch.utils._pytree.tree_unflatten([leaf * 2 if leaf is not None else None for leaf in leaves], spec)
+    return rebuilt, spec.num_leaves, spec
+
+
+ATOMIC_TYPES = frozenset({int, float, str, type(None)})  # as dataclasses keeps one on 3.12
+
+
+@case(X)
+def membership_in_a_global_frozenset_of_classes(x):
+    return x * (type(x) in ATOMIC_TYPES) + (type(2) in ATOMIC_TYPES) + len(ATOMIC_TYPES)
 
 
 @case(X)

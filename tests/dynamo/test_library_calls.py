@@ -52,9 +52,19 @@ def returns_a_deque(a):
     return d
 
 
+def starts_shorter_than_its_maxlen(a):
+    """A deque made from fewer items than its maxlen kept only the last one (a silent wrong
+    answer, found by probing outside code)."""
+    d = collections.deque([1, 2], maxlen=3)
+    d.append(3)
+    d.appendleft(0)
+    return a * d[0] + d[-1], list(d), len(collections.deque([a], maxlen=5))
+
+
 def test_deques_are_traced():
     a, b = torch.randn(3), torch.randn(3)
     check(deque_operations, a, b)
+    check(starts_shorter_than_its_maxlen, a)
     result = check(returns_a_deque, a)
     assert type(result) is collections.deque and result.maxlen == 3
 

@@ -12,7 +12,7 @@ import pytest
 import tinydynamo.dynamo
 
 DYNAMO = pathlib.Path(tinydynamo.dynamo.__file__).parent
-READING_ORDER = ["base", "constant", "lists", "dicts", "sets", "functions", "tensor", "ndarray", "distributed", "futures", "torch",
+READING_ORDER = ["base", "constant", "lists", "dicts", "sets", "pytree", "functions", "tensor", "ndarray", "distributed", "futures", "torch",
                  "nn_module", "misc", "builtin", "builder"]
 
 

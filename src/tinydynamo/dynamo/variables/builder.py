@@ -28,7 +28,7 @@ from ..guards import Guard
 from ..source import AttrSource, GetItemSource, LocalSource
 from .builtin import HANDLERS, BuiltinVariable
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
-from .dicts import ConstDictVariable, is_dict_key
+from .dicts import ConstDictVariable, is_dict_key, key_tracker
 from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, TupleVariable
 from .misc import (
@@ -40,6 +40,7 @@ from .misc import (
 )
 from .ndarray import NUMPY_NAMES, NumpyFunctionVariable
 from .nn_module import NNModuleVariable
+from .pytree import PytreeFunctionVariable
 from .sets import SetVariable
 from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
 
@@ -128,9 +129,9 @@ class VariableBuilder:
             return self.wrap_sequence(value)
         if type(value) in (dict, collections.OrderedDict):
             return self.wrap_dict(value)
-        if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
-            self.guard("CONSTANT_MATCH", value)  # a set of constants is compared as a whole
-            return SetVariable([ConstantVariable(v) for v in value], frozen=type(value) is frozenset,
+        if type(value) in (set, frozenset) and all(is_dict_key(v) for v in value):
+            self.guard("CONSTANT_MATCH", value)  # a set of constants (or classes) is compared as a whole
+            return SetVariable([key_tracker(self.tx, v) for v in value], frozen=type(value) is frozenset,
                                source=self.source)
         if isinstance(value, GradModeExit):
             return self.wrap_grad_mode_exit(value)
@@ -174,6 +175,9 @@ class VariableBuilder:
         if id(value) in NUMPY_NAMES and NUMPY_NAMES[id(value)] is not None:  # np.mean, np.linalg.norm
             self.guard("ID_MATCH", value)
             return NumpyFunctionVariable(value, NUMPY_NAMES[id(value)], self.source)
+        if isinstance(value, types.FunctionType) and value in PytreeFunctionVariable.FUNCTIONS:
+            self.guard("ID_MATCH", value)
+            return PytreeFunctionVariable(value, self.source)
         if is_torch_callable(value):
             self.guard("ID_MATCH", value)
             if isinstance(value, torch.library.CustomOpDef):  # the graph calls its operator
@@ -204,7 +208,7 @@ class VariableBuilder:
             return self.wrap_tensor_method(value)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))) \
-                    and value is not object.__new__:  # copyreg.__newobj__ calls it: BuiltinVariable models it
+                    and value not in (object.__new__, tuple.__new__):  # copy and namedtuple call them
                 unsupported(f"the bound builtin method {value.__qualname__}")
             self.guard("ID_MATCH", value)
             return BuiltinVariable(value, self.source)

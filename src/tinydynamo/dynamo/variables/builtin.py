@@ -92,6 +92,8 @@ class BuiltinVariable(VariableTracker):
             return ExceptionVariable.create(self.fn, args, kwargs)
         if self.fn is object.__new__ and len(args) == 1 and not kwargs:
             return self.call_object_new(tx, args[0])
+        if self.fn is tuple.__new__ and len(args) == 2 and not kwargs:
+            return self.call_tuple_new(tx, *args)
         if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
             return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
         if self.foldable(args, kwargs):
@@ -238,6 +240,14 @@ class BuiltinVariable(VariableTracker):
         if not has_plain_instances(cls):
             unsupported(f"object.__new__({cls.__qualname__}): not a plain Python class")
         return NewObjectVariable(cls, cls_var.source)
+
+    def call_tuple_new(self, tx, cls_var, iterable):
+        """``tuple.__new__(cls, iterable)``: how a namedtuple's ``_make`` (and so ``_replace``)
+        builds its result."""
+        cls = cls_var.as_python_constant()
+        if not (cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
+            unsupported(f"tuple.__new__({cls.__qualname__}): not a namedtuple")
+        return TupleVariable(iterable.unpack_var_sequence(tx), tuple_cls=cls)
 
     def call_vars(self, tx, obj=None):
         """``vars(obj)``: ``obj.__dict__``; ``vars()`` is the frame's locals."""
@@ -497,6 +507,14 @@ class BuiltinVariable(VariableTracker):
     def call_any(self, tx, seq):
         return ConstantVariable(any(i.truthy(tx) for i in seq.unpack_var_sequence(tx)))
 
+    def call_namedtuple(self, tx, typename, field_names, **kwargs):
+        """``collections.namedtuple(...)`` inside the frame: the class, made while tracing (its code
+        runs ``exec``). Eager makes a new class at each call; compiled code reuses this one."""
+        if not all(v.is_python_constant() for v in (typename, field_names, *kwargs.values())):
+            unsupported("collections.namedtuple with arguments that are not constants")
+        return tx.build(fold(collections.namedtuple, typename.as_python_constant(), field_names.as_python_constant(),
+                             **{k: v.as_python_constant() for k, v in kwargs.items()}))
+
     def call_signature(self, tx, fn):
         """inspect.signature of a function known at trace time: a constant (a method's
         signature drops its first parameter, as a bound method's does)."""
@@ -526,7 +544,7 @@ HANDLERS = {
     itertools.islice, collections.OrderedDict, collections.defaultdict, itertools.accumulate,
     itertools.pairwise, itertools.starmap, itertools.takewhile, itertools.dropwhile, itertools.filterfalse,
     itertools.repeat, operator.itemgetter, operator.attrgetter, id, itertools.count, itertools.cycle,
-    itertools.groupby, vars, warnings.warn,
+    itertools.groupby, vars, warnings.warn, collections.namedtuple,
 }
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 

@@ -156,8 +156,8 @@ class TupleVariable(BaseListVariable):
         attr = inspect.getattr_static(self.tuple_cls, name, None)
         if self.tuple_cls is not tuple and isinstance(attr, types.FunctionType):  # a NamedTuple's method
             return tx.build(attr).bind(self)
-        if isinstance(attr, (staticmethod, classmethod)):
-            return tx.build(self.tuple_cls).var_getattr(tx, name)
+        if isinstance(attr, (staticmethod, classmethod)) or (self.tuple_cls is not tuple and attr is not None):
+            return tx.build(self.tuple_cls).var_getattr(tx, name)  # Point._make, Point._fields
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen):
@@ -246,7 +246,7 @@ class DequeVariable(ListVariable):
     python_cls = collections.deque
 
     def __init__(self, items, maxlen=None, source=None):
-        super().__init__(items[len(items) - maxlen:] if maxlen is not None else items, source)
+        super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, source)
         self.maxlen = maxlen
 
     @staticmethod

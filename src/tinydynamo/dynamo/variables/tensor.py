@@ -141,6 +141,10 @@ class TensorVariable(VariableTracker):
             return self.call_method(tx, "to", [ConstantVariable(dtype)], {})
         if name == "new_tensor" and len(args) == 1 and args[0].is_python_constant():
             return self.new_tensor(tx, args[0], kwargs)
+        if name == "__deepcopy__":
+            return self.deepcopy(tx)
+        if name == "as_subclass":
+            return self.as_subclass(tx, *args, **kwargs)
         if name == "__getitem__":
             return trace_op(tx, "call_function", operator.getitem, [self, *args], kwargs)
         if name == "__setitem__":
@@ -154,6 +158,21 @@ class TensorVariable(VariableTracker):
         kwargs = {"dtype": ConstantVariable(self.example_value.dtype), "device": ConstantVariable(self.device),
                   **kwargs}
         return trace_op(tx, "call_function", torch.tensor, [data], kwargs)
+
+    def deepcopy(self, tx):
+        """``copy.deepcopy(x)`` (``dataclasses.asdict`` makes one of every field): a clone, as
+        eager's ``Tensor.__deepcopy__`` makes for a tensor that does not require grad. copy's own
+        code, traced, records the copy in the memo."""
+        if self.example_value.requires_grad:
+            unsupported("copy.deepcopy of a tensor that requires grad (a new leaf, or an error)")
+        return self.call_method(tx, "clone", [], {})
+
+    def as_subclass(self, tx, cls):
+        """``x.as_subclass(torch.Tensor)``: the same values, in the same memory, so the graph's value
+        is x's (as in torch._dynamo). Tensor subclasses are not traced."""
+        if not (cls.is_python_constant() and cls.as_python_constant() is torch.Tensor):
+            unsupported(f"Tensor.as_subclass({cls}): tensor subclasses are not traced")
+        return self
 
     def unpack_var_sequence(self, tx):  # a symbolic first size is specialised (a guard)
         return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {})
