@@ -138,6 +138,19 @@ def test_symbolic_sizes_through_torch_calls():
     assert stats["frames_compiled"] == 1
 
 
+def test_augmented_assignment_on_a_size():
+    """``n = 8; n += s0`` was recorded as ``iadd(8, s0)``, which FX writes as ``8 += s0``: a
+    SyntaxError that ran Mistral's forward eagerly once its sequence length became dynamic."""
+    def f(x):
+        n = 8
+        n += x.shape[0]
+        n *= 2
+        return x.new_zeros(n) + n
+
+    stats = check_sizes(f, lambda n: (torch.randn(n),), [4, 5, 9], dynamic=True)
+    assert stats["frames_compiled"] == 1 and stats["fallbacks"] == 0
+
+
 def test_python_int_use_specialises_the_size():
     def f(x):
         total = x[0]
@@ -279,9 +292,30 @@ def test_the_same_tensor_twice_and_non_dense_inputs():
     stats = check_sizes(f, lambda n: (lambda t: (t, t))(torch.randn(n, 3)), [4, 5, 6, 7])
     assert stats["frames_compiled"] == 2  # one symbolic translation serves x is y at every size
     tinydynamo.reset()
-    # a strided slice has no dense layout to express in its sizes: it stays static
+    # a strided slice has no dense layout to express in its sizes: its strides get symbols too
     stats = check_sizes(f, lambda n: (torch.randn(n, 6)[:, ::2], torch.randn(n, 3)), [4, 5, 6], dynamic=True)
-    assert stats["frames_compiled"] == 3
+    assert stats["frames_compiled"] == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_slice_whose_sizes_and_strides_change_compiles_twice(backend):
+    """``ids[:, :-1]`` (the shifted labels of a language model) over several lengths: its row
+    stride changes with its length. It was traced with static sizes, so every length compiled
+    again up to the cache limit; torch.compile compiles twice. Gradients flow through it too."""
+    def f(a, b):
+        return (a * 2 + b.sum()).softmax(-1), a.t() @ a
+
+    def make(n):
+        return torch.randn(3, n + 1, requires_grad=True)[:, :-1], torch.randn(n)
+
+    compiled = tinydynamo.compile(f, backend=backend)
+    for n in (5, 7, 9, 12):
+        args = make(n)
+        expected, actual = f(*args), compiled(*args)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(torch.autograd.grad(actual[1].sum(), args[0]),
+                                   torch.autograd.grad(expected[1].sum(), args[0]))
+    assert tinydynamo.stats()["frames_compiled"] == 2
 
 
 def test_size_expressions_print_as_python_that_computes_them():

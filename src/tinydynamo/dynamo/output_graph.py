@@ -37,7 +37,7 @@ from .codegen import PyCodegen
 from .exc import BackendCompilerFailed, unsupported
 from .guards import AUTOCAST_DEVICES, Guard, autocast_state
 from .side_effects import SideEffects
-from .source import AttrSource, GlobalSource, SizeSource
+from .source import AttrSource, GlobalSource, SizeSource, StrideSource
 from .variables import (
     ConstDictVariable,
     DataClassVariable,
@@ -454,16 +454,21 @@ def is_mutation(node):
 
 
 def symbolic_layout(shape_env, source, value, dims):
-    """Sizes with a symbol for each dimension in ``dims``, and the strides of a dense tensor laid
-    out like ``value`` in terms of them; None if ``value`` is not dense (a slice, an expanded
-    tensor), whose strides no expression in its sizes describes: it is traced with static sizes."""
-    innermost_first = sorted(range(value.dim()), key=lambda d: (value.stride(d), value.shape[d]))
-    if value.numel() == 0 or dense_strides(value.shape, innermost_first) != [
-            stride if n != 1 else None for n, stride in zip(value.shape, value.stride())]:
+    """Sizes with a symbol for each dimension in ``dims``, and strides: those of a dense tensor
+    laid out like ``value``, in terms of the sizes; or, for a tensor that is not dense (a slice
+    ``ids[:, :-1]``, whose strides no expression in its sizes describes), a symbol of its own for
+    each stride other than 0 and 1, as PyTorch's Dynamo makes. None for an empty tensor: it is
+    traced with static sizes."""
+    if value.numel() == 0:
         return None
     sizes = [shape_env.create_symint(n, SizeSource(source, d)) if d in dims else n
              for d, n in enumerate(value.shape)]
-    return sizes, dense_strides(sizes, innermost_first, size_one_stride=True)
+    innermost_first = sorted(range(value.dim()), key=lambda d: (value.stride(d), value.shape[d]))
+    if dense_strides(value.shape, innermost_first) == [
+            stride if n != 1 else None for n, stride in zip(value.shape, value.stride())]:
+        return sizes, dense_strides(sizes, innermost_first, size_one_stride=True)
+    return sizes, [shape_env.create_symint(stride, StrideSource(source, d), duck=False) if stride >= 2 and n != 1
+                   else stride for d, (n, stride) in enumerate(zip(value.shape, value.stride()))]
 
 
 def dense_strides(sizes, innermost_first, size_one_stride=False):

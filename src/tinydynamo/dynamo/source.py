@@ -173,3 +173,12 @@ class SizeSource(Source):
     @property
     def depth(self):
         return self.base.depth + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class StrideSource(SizeSource):
+    """``base.stride()[dim]``: the stride of a tensor that is not dense (a slice), which a symbol
+    of its own stands for when its sizes are dynamic."""
+
+    def child_expression(self, base):
+        return f"{base}.stride()[{self.dim}]"

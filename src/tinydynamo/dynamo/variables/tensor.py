@@ -225,7 +225,7 @@ class SymNodeVariable(VariableTracker):
         symbols = sorted(expr.free_symbols, key=str)
         sources = [shape_env.var_to_sources[symbol][0] for symbol in symbols]
         params = [f"t{i}" for i in range(len(symbols))]
-        value_of = {symbol: f"{param}.size()[{source.dim}]" if isinstance(source, SizeSource) else param
+        value_of = {symbol: source.child_expression(param) if isinstance(source, SizeSource) else param
                     for symbol, param, source in zip(symbols, params, sources)}
         compute = eval(f"lambda {', '.join(params)}: {to_python(expr, value_of.get)}")  # noqa: S307 (our text)
         eval_frame.set_skip(compute.__code__)  # plain Python: not a frame to compile
@@ -258,7 +258,9 @@ class SymSliceVariable(VariableTracker):
 
 def sym_operator(tx, fn, args):
     """``fn`` (an operator) on numbers of which at least one is symbolic: a graph node. A
-    comparison is decided now, with a guard: Python branches on it."""
+    comparison is decided now, with a guard: Python branches on it. ``n += s0`` rebinds n (ints are
+    immutable): an ``add`` node (FX would write ``8 += s0`` for ``iadd(8, s0)``)."""
+    fn = INPLACE_TO_BINARY.get(fn, fn)
     values = [a.sym if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args]
     result = fold(fn, *values)
     if isinstance(result, torch.SymBool):
