@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import functools
 import itertools
+import keyword
 import logging
 import math
 import operator
@@ -2490,6 +2491,47 @@ ATOMIC_TYPES = frozenset({int, float, str, type(None)})  # as dataclasses keeps 
 @case(X)
 def membership_in_a_global_frozenset_of_classes(x):
     return x * (type(x) in ATOMIC_TYPES) + (type(2) in ATOMIC_TYPES) + len(ATOMIC_TYPES)
+
+
+@case(X)
+def in_place_operators_keep_the_container(x):
+    """``a += [2]`` on a list of constants was folded into a new list, so ``b = a`` kept the old
+    one (a silent wrong answer); the same for ``*=`` on lists, ``|=`` on dicts and sets."""
+    items = [1]
+    alias = items
+    items += [2]
+    items *= 2
+    items += (3,)
+    config = {"k": 1}
+    same_config = config
+    config |= {"j": 2}
+    seen = {1, 2}
+    same_seen = seen
+    seen |= {3}
+    seen -= {1}
+    frozen = frozenset({1})
+    old_frozen = frozen
+    frozen |= {2}  # a new frozenset: old_frozen is unchanged
+    return x * len(alias) + sum(alias), same_config, sorted(same_seen), len(old_frozen), len(frozen)
+
+
+class Backend:
+    pass
+
+
+class TorchBackend(Backend):
+    pass
+
+
+@case(X)
+def methods_taken_from_builtin_classes(x):
+    """What einops' pattern parser calls: unbound methods of builtin classes, a frozenset's bound
+    __contains__ (keyword.iskeyword), and a class's __subclasses__ (how it finds its backends)."""
+    names = ["b", "h", "d"]
+    valid = all(map(str.isidentifier, names)) and not any(keyword.iskeyword(n) for n in names)
+    difference = set.symmetric_difference({"b", "h"}, {"h", "d"})
+    backends = [cls.__name__ for cls in Backend.__subclasses__()]
+    return x * valid + len(difference), sorted(difference), backends, dict.get({"a": 1}, "a")
 
 
 @case(X)

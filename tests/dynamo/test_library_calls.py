@@ -415,3 +415,57 @@ def test_associative_scan_refuses_pointwise_mode_on_cpu_as_eager_does():
         scans_pointwise(torch.randn(4))
     with pytest.raises(ValueError, match="combine_mode='pointwise'"):
         dynamo.compile(scans_pointwise, backend="eager")(torch.randn(4))
+
+
+def test_a_fresh_bound_method_is_never_taken_for_a_torch_function():
+    """Torch's namespaces were recognised by the ids of their functions, some of them bound methods
+    made afresh when read (``__subclasshook__``) and freed: a later bound method at the same address
+    (einops' ``AbstractBackend.__subclasses__``) was then traced as a torch function. The functions
+    are now held, and compared by identity. (The old code failed this about once in 20,000.)"""
+    from tinydynamo.dynamo.variables.torch import is_torch_callable
+
+    class Backend:
+        pass
+
+    kinds = (lambda: Backend.__subclasses__, lambda: Backend.mro, lambda: "abc".upper, lambda: [].append)
+    assert not any(is_torch_callable(make()) for make in kinds for _ in range(20000))
+
+
+def test_a_frame_holding_a_module_object_reads_none_of_its_attributes():
+    """einops' backend holds the torch module. Deciding whether a frame's arguments hold tensors
+    walked the module's attributes and read deprecated ones, which warn (FutureWarning)."""
+    import types
+    import warnings
+
+    from tinydynamo.dynamo.convert_frame import has_tensor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not has_tensor(types.SimpleNamespace(torch=torch, name="backend"), set())
+
+
+def test_an_import_inside_the_frame_of_a_module_not_imported_yet(tmp_path, monkeypatch):
+    """``from package import submodule`` of a submodule not imported yet (einops imports its torch
+    backend on its first call) runs while tracing, as the statement runs in eager: no break."""
+    import importlib
+    import sys
+
+    package = tmp_path / "lazy_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "scales.py").write_text("FACTOR = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("lazy_package")
+    monkeypatch.delitem(sys.modules, "lazy_package.scales", raising=False)
+
+    def fn(x):
+        from lazy_package import scales
+        return x * scales.FACTOR
+
+    x = torch.randn(3)
+    explained = tinydynamo.explain(fn)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+    assert "lazy_package.scales" in sys.modules
+    torch.testing.assert_close(dynamo.compile(fn)(x), x * 3)
+    monkeypatch.delitem(sys.modules, "lazy_package")
+    monkeypatch.delitem(sys.modules, "lazy_package.scales")

@@ -31,6 +31,7 @@ import dis
 import inspect
 import io
 import threading
+import types
 import warnings
 import weakref
 
@@ -306,7 +307,8 @@ def has_tensor(value, seen, depth=0):
     as it is: nothing in it could become a graph."""
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
         return True
-    if isinstance(value, (str, int, float, bool, type(None), type)) or id(value) in seen or depth > 4:
+    if isinstance(value, (str, int, float, bool, type(None), type, types.ModuleType)) or id(value) in seen \
+            or depth > 4:  # a module's attributes are the module's, not the call's (some warn when read)
         return False
     seen.add(id(value))
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -767,12 +767,16 @@ class InstructionTranslatorBase:
         unsupported("an assert fails at trace time")
 
     def IMPORT_NAME(self, inst):
-        """``import a.b`` pushes module ``a`` (``from a.b import c``: ``a.b``), if it is imported
-        already: then the import statement only reads sys.modules, as the compiled code will."""
+        """``import a.b`` pushes module ``a`` (``from a.b import c``: ``a.b``). A module (or a
+        submodule named in ``from a import c``) not imported yet is imported now, while tracing,
+        as PyTorch's Dynamo does: eager imports it at this point, and the compiled code then finds
+        it in sys.modules."""
         fromlist, level = self.pop().as_python_constant(), self.pop().as_python_constant()
         full_name = resolve_import(inst.argval, level, self.f_globals)
-        if full_name not in sys.modules:
-            unsupported(f"import {inst.argval} inside the compiled function (not imported yet)")
+        try:
+            __import__(inst.argval, self.f_globals, None, fromlist, level)
+        except ImportError as error:
+            raise_at_trace_time(error)
         name = full_name if fromlist or level else full_name.partition(".")[0]
         source = None if is_trusted_module(name) else self.output.import_source(name)
         self.push(self.build(sys.modules[name], source))

@@ -26,7 +26,7 @@ import torch
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, GetItemSource, LocalSource
-from .builtin import HANDLERS, BuiltinVariable
+from .builtin import HANDLERS, BuiltinVariable, is_class_introspection, is_constant_method
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable, is_dict_key, key_tracker
 from .functions import FunctoolsPartialVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
@@ -109,6 +109,20 @@ class VariableBuilder:
     def guard(self, kind, value=None):
         if self.source is not None:
             self.tx.output.add_guard(Guard(self.source, kind, value))
+
+    def wrap_builtin(self, value):
+        """A builtin function, or a method bound to a class or a constant (``Backend.__subclasses__``,
+        ``keyword.iskeyword``), guarded by what it is bound to: reading ``cls.__subclasses__``
+        makes a new bound method each time."""
+        owner = getattr(value, "__self__", None)
+        if isinstance(owner, (types.ModuleType, type(None))) or value in (object.__new__, tuple.__new__):
+            self.guard("ID_MATCH", value)
+        elif is_class_introspection(value) or is_constant_method(value):
+            if self.source is not None:
+                self.tx.output.add_guard(Guard(AttrSource(self.source, "__self__"), "ID_MATCH", owner))
+        else:
+            unsupported(f"the bound builtin method {value.__qualname__}")
+        return BuiltinVariable(value, self.source)
 
     def item(self, key, value):
         source = GetItemSource(self.source, key) if self.source is not None else None
@@ -207,11 +221,7 @@ class VariableBuilder:
         if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, torch.Tensor):
             return self.wrap_tensor_method(value)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
-            if not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))) \
-                    and value not in (object.__new__, tuple.__new__):  # copy and namedtuple call them
-                unsupported(f"the bound builtin method {value.__qualname__}")
-            self.guard("ID_MATCH", value)
-            return BuiltinVariable(value, self.source)
+            return self.wrap_builtin(value)
         if isinstance(value, type):
             self.guard("ID_MATCH", value)
             if value.__module__ == "builtins" or value in HANDLERS:  # int, list... itertools.product

@@ -24,7 +24,8 @@ import torch
 from ..exc import Unsupported, raise_at_trace_time, unsupported
 from ..guards import Guard
 from .base import GetAttrVariable, NullVariable, VariableTracker, call_handler
-from .constant import ConstantVariable, FakeIdVariable, RangeVariable, SliceVariable, fold, is_none, wrap_constant
+from .constant import (ConstantVariable, FakeIdVariable, RangeVariable, SliceVariable, fold, is_constant_value, is_none,
+                       wrap_constant)
 from .dicts import ConstDictVariable, dict_from
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import (BaseListVariable, CountIteratorVariable, CycleIteratorVariable, GroupByIteratorVariable,
@@ -71,6 +72,41 @@ SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", open: "open()",
                         eval: "eval()"}
 
 
+BUILTIN_TYPES = (str, bytes, int, float, complex, bool, tuple, frozenset, list, set, dict)
+
+
+def is_constant_method(fn):
+    """A builtin method bound to an immutable constant (``keyword.iskeyword`` is
+    ``frozenset(kwlist).__contains__``): pure on constants."""
+    owner = getattr(fn, "__self__", None)
+    return isinstance(fn, types.BuiltinMethodType) and type(owner) in (str, bytes, int, float, tuple, frozenset) \
+        and is_constant_value(owner)
+
+
+class UnboundMethodVariable(VariableTracker):
+    """A method taken from a builtin class and called with the instance first:
+    ``set.symmetric_difference(a, b)``, ``map(str.isalnum, names)``."""
+
+    def __init__(self, cls, name):
+        super().__init__()
+        self.cls = cls
+        self.name = name
+
+    def call_function(self, tx, args, kwargs):
+        if not args or not issubclass(args[0].python_type(), self.cls):
+            unsupported(f"{self.cls.__name__}.{self.name} called without a {self.cls.__name__} first")
+        return args[0].call_method(tx, self.name, args[1:], kwargs)
+
+    def python_type(self):
+        return type(getattr(self.cls, self.name))
+
+
+def is_class_introspection(fn):
+    """``cls.__subclasses__`` or ``cls.mro`` of a class: what it returns is read while tracing."""
+    return isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, type) \
+        and fn.__name__ in ("__subclasses__", "mro")
+
+
 class BuiltinVariable(VariableTracker):
     def __init__(self, fn, source=None):
         super().__init__(source)
@@ -94,6 +130,8 @@ class BuiltinVariable(VariableTracker):
             return self.call_object_new(tx, args[0])
         if self.fn is tuple.__new__ and len(args) == 2 and not kwargs:
             return self.call_tuple_new(tx, *args)
+        if is_class_introspection(self.fn) and not args and not kwargs:
+            return ListVariable([tx.build(cls) for cls in fold(self.fn)])  # einops: AbstractBackend.__subclasses__()
         if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
             return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
         if self.foldable(args, kwargs):
@@ -106,7 +144,8 @@ class BuiltinVariable(VariableTracker):
     def foldable(self, args, kwargs):
         """Pure, and every argument a constant or a symbolic size (which folding specialises:
         ``range(n)``, ``int(n)``, ``math.sqrt(n)`` need its value, and guard it)."""
-        pure = self.fn in PURE_BUILTINS or getattr(self.fn, "__module__", None) in FOLDABLE_MODULES
+        pure = self.fn in PURE_BUILTINS or getattr(self.fn, "__module__", None) in FOLDABLE_MODULES \
+            or is_constant_method(self.fn)
         return pure and all(a.is_python_constant() or isinstance(a, SymNodeVariable)
                             for a in [*args, *kwargs.values()])
 
@@ -120,12 +159,15 @@ class BuiltinVariable(VariableTracker):
         if any(isinstance(a, SymNodeVariable) for a in args) and \
                 all(a.is_python_constant() or isinstance(a, SymNodeVariable) for a in args):
             return sym_operator(tx, self.fn, args)
-        if all(a.is_python_constant() for a in args):
-            return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))
         if len(args) == 2:
             result = sequence_operator(tx, self.fn, *args)
             if result is not None:
                 return result
+        if self.fn in INPLACE_TO_BINARY and is_mutable_container(args[0]):
+            unsupported(f"operator {self.fn.__name__} on {args[0]} (it changes the container in place)")
+        if all(a.is_python_constant() for a in args):  # after the in-place operators: `a += [2]` keeps a's identity
+            return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))
+        if len(args) == 2:
             if self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
                 return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
         result = user_operator(tx, self.fn, args)
@@ -422,6 +464,9 @@ class BuiltinVariable(VariableTracker):
             return GetAttrVariable(self, name)
         if name in ("__name__", "__qualname__", "__module__"):
             return wrap_constant(getattr(self.fn, name, None))
+        if self.fn in BUILTIN_TYPES and isinstance(inspect.getattr_static(self.fn, name, None),
+                                                   (types.MethodDescriptorType, types.WrapperDescriptorType)):
+            return UnboundMethodVariable(self.fn, name)
         return super().var_getattr(tx, name)
 
     def call_defaultdict(self, tx, default_factory=None, mapping=None, **kwargs):
@@ -549,14 +594,28 @@ HANDLERS = {
 DICT_CLASSES = (dict, collections.OrderedDict, collections.defaultdict)
 
 
+SET_UPDATES = {operator.ior: "update", operator.iand: "intersection_update", operator.isub: "difference_update",
+               operator.ixor: "symmetric_difference_update"}
+
+
+def is_mutable_container(var):
+    return isinstance(var, (ListVariable, ConstDictVariable)) or (isinstance(var, SetVariable) and not var.frozen)
+
+
 def sequence_operator(tx, fn, a, b):
-    """``+``, ``*`` and ``+=`` on tuples and lists, ``|`` and ``|=`` on dicts; None if they do not apply."""
+    """``+``, ``*``, ``+=`` and ``*=`` on tuples and lists, ``|`` and ``|=`` on dicts, ``|=`` and the
+    like on sets; None if they do not apply. The in-place forms change the list, dict or set itself,
+    which other names may hold too."""
+    if fn is operator.iadd and isinstance(a, ListVariable):  # list += any iterable: list.extend
+        a.method_extend(tx, b)
+        return a
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) \
             and isinstance(b, BaseListVariable) and a.python_cls is b.python_cls:
-        if fn is operator.iadd and isinstance(a, ListVariable):
-            a.method_extend(tx, b)
-            return a
         return type(a)(a.items + b.items)
+    if fn is operator.imul and type(a) is ListVariable and b.is_python_constant():
+        a.mutable(tx)
+        a.items[:] = a.items * b.as_python_constant()
+        return a
     if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
     if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():  # 4 * [x]
@@ -565,6 +624,9 @@ def sequence_operator(tx, fn, a, b):
         return a.merged(tx, b)
     if fn is operator.ior and isinstance(a, ConstDictVariable):
         a.method_update(tx, b)
+        return a
+    if fn in SET_UPDATES and is_mutable_container(a) and isinstance(a, SetVariable) and isinstance(b, SetVariable):
+        a.call_method(tx, SET_UPDATES[fn], [b], {})
         return a
     return None
 

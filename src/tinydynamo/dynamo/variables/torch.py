@@ -71,11 +71,14 @@ TRACING_ANSWERS_BY_NAME = {("torch._dynamo.external_utils", "is_compiling"): Tru
 
 
 @functools.cache
-def _torch_namespace_ids():
+def _torch_namespace():
+    """{id: function} of the functions in torch's namespaces. The functions are held here: an id
+    is unique only while its object lives, and reading a namespace makes some objects afresh
+    (bound methods such as ``__subclasshook__``), whose ids later objects would reuse."""
     namespaces = [torch, torch.nn.functional, torch.linalg, torch.fft, torch.special, torch._C._nn,
                   torch._C._VariableFunctions]
     values = [getattr(ns, name, None) for ns in namespaces for name in dir(ns)]
-    return {id(v) for v in values if callable(v) and not isinstance(v, type)
+    return {id(v): v for v in values if callable(v) and not isinstance(v, type)
             and v is not getattr(object, getattr(v, "__name__", ""), None)}  # not object.__new__ & co
 
 
@@ -147,7 +150,7 @@ def is_torch_callable(value):
         # index_select): traced as the user code it is, down to torch's own function
     if isinstance(value, types.FunctionType) and inline_refusal(value.__code__) is None:
         return False  # torch.nn.LayerNorm.forward called on a subclass's self: inlined like a method
-    if id(value) in _torch_namespace_ids():
+    if _torch_namespace().get(id(value)) is value:
         return True
     if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co
         return True
