@@ -2534,6 +2534,20 @@ def methods_taken_from_builtin_classes(x):
     return x * valid + len(difference), sorted(difference), backends, dict.get({"a": 1}, "a")
 
 
+@case(X, dynamo=False)  # torch._dynamo records _enter/_exit_inference_mode nodes, tinydynamo grad switches
+def inference_mode_inside_the_frame(x):
+    """Traced as no_grad (the values are the same; the graph's results are not inference
+    tensors, as with torch.compile's inductor). It ran the whole frame eagerly."""
+    with torch.inference_mode():
+        y = x * 2
+
+    @torch.inference_mode()
+    def tripled(t):
+        return t * 3
+
+    return y + 1, tripled(x)
+
+
 @case(X)
 def nested_function_with_annotations(x):
     def scaled(t: torch.Tensor, names: list[str], scale: typing.Optional[float] = None,

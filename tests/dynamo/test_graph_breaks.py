@@ -338,6 +338,29 @@ def test_a_frame_traced_under_no_grad_is_guarded_on_grad_mode(capsys):
     assert outside[1:] == (False, True) and stats()["recompiles"] >= 1
 
 
+def breaks_inside_no_grad_then_uses_an_input(x):
+    with torch.no_grad():
+        y = x * 2
+        print("a break inside the block")
+        z = y + 1
+    return z * 2 + x
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_resume_function_that_leaves_no_grad_differentiates_what_follows(backend, capsys):
+    """The resume function starts inside the ``no_grad`` block and leaves it. Its graph was compiled
+    in the grad mode left at the end of the trace (on) instead of the one it is called in (off), so
+    AOT autograd compiled it for a caller with grad on: the result did not require grad, and no
+    gradient reached ``x`` (a silent wrong answer for training). Graphs are now compiled in the
+    frame's starting grad mode."""
+    x = torch.randn(3, requires_grad=True)
+    expected = breaks_inside_no_grad_then_uses_an_input(x)
+    actual = dynamo.compile(breaks_inside_no_grad_then_uses_an_input, backend=backend)(x)
+    assert actual.requires_grad and stats()["graph_breaks"] == 1
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(torch.autograd.grad(actual.sum(), x), torch.autograd.grad(expected.sum(), x))
+
+
 def print_and_raise():
     print("raising")
     raise RuntimeError("boom")

@@ -419,8 +419,8 @@ class OutputGraph:
             compiler_fn = compiler_for_symbolic_graph(compiler_fn)
 
         def compile_graph(graph_module, examples):
-            try:
-                with outside_inference_mode():
+            try:  # in the grad mode the graph is called in: the frame's at its start, not the trace's at its end
+                with torch.set_grad_enabled(self.initial_grad_mode), outside_inference_mode():
                     compiled = compiler_fn(graph_module, examples)
             except Exception as error:
                 raise BackendCompilerFailed(error) from error

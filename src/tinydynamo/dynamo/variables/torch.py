@@ -10,7 +10,7 @@ functional collectives (``distributed.py``, chapter 14).
 ``torch.jit.fork`` and ``torch.jit.wait`` are traced by ``futures.py``.
 
 ``GradModeVariable`` is ``torch.no_grad()`` / ``torch.enable_grad()`` /
-``torch.set_grad_enabled(mode)``: entering or leaving it records
+``torch.set_grad_enabled(mode)`` / ``torch.inference_mode()`` (as ``no_grad``): entering or leaving it records
 ``torch._C._set_grad_enabled(mode)`` in the graph, and switches grad mode while tracing too.
 A graph break inside such a ``with`` block hands its ``__exit__`` to the resume function as a
 ``GradModeExit`` (chapter 5).
@@ -262,7 +262,11 @@ class TorchFunctionVariable(VariableTracker):
 
 
 class GradModeVariable(VariableTracker):
-    CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+    """``torch.no_grad()``, ``enable_grad()``, ``set_grad_enabled(mode)``, and ``inference_mode()``,
+    which the graph treats as ``no_grad()``: the same values, without the inference-tensor flag
+    (torch.compile's inductor backend does the same)."""
+
+    CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
 
     def __init__(self, mode, prior):
         super().__init__()
@@ -276,7 +280,9 @@ class GradModeVariable(VariableTracker):
             mode = args[0].as_python_constant()
             GradModeVariable.switch(tx, mode)
             return GradModeVariable(mode, prior)
-        if args:
+        if cls is torch.inference_mode and args and not args[0].as_python_constant():
+            unsupported("torch.inference_mode(False) inside the compiled frame")
+        if args and cls is not torch.inference_mode:
             unsupported(f"{cls.__name__} with arguments")
         return GradModeVariable(cls is torch.enable_grad, None)
 
