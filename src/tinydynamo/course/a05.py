@@ -383,6 +383,10 @@ def resume_problems(resume, request):
             resume.co_flags & (0x04 | 0x08):
         problems.append(f"its parameters must be exactly {params}, all positional (no *args, **kwargs "
                         f"or keyword-only ones); they are {resume.co_varnames[:resume.co_argcount]}")
+    repeated = sorted({name for name in resume.co_varnames if resume.co_varnames.count(name) > 1})
+    if repeated:
+        problems.append(f"its co_varnames name {repeated} more than once: each local has one slot, so a "
+                        "parameter that is also one of the original's locals must not be added again")
     for field in ("co_freevars", "co_cellvars", "co_filename"):
         if getattr(resume, field) != getattr(code, field):
             problems.append(f"its {field} is {getattr(resume, field)!r}, but the original's is "

@@ -170,6 +170,14 @@ def _extremes(x):
     x[1] = info.min
 
 
+def _large_int64(x):
+    x[:] = 2 ** 40 + torch.arange(x.numel()).reshape(x.shape) * 7 + 1  # a float accumulator rounds these
+
+
+def _negative_rows(x):
+    x[:] = -(x.abs() + 1)
+
+
 def _first_nan_after_the_max(x):
     x[0, 2] = 100.0
     x[0, -3] = math.nan
@@ -200,6 +208,8 @@ def _identity_cases():
              inputs_of(((3, 37), i32)), EXACT, looped=True),
         Case("sum and any, looped bf16[2, 40] and b8[2, 40]", lambda x, m: (x.sum(1), m.amax(1)),
              inputs_of(((2, 40), bf16), ((2, 40), b8)), LOW_TOL, looped=True),
+        Case("sum of large int64 values i64[3, 9]", lambda x: x.sum(1),
+             inputs_of(((3, 9), i64), edit=_edit(_large_int64)), EXACT),
     ]
     return basic, extra
 
@@ -229,6 +239,10 @@ def _persistent_cases():
         Case("mean of float16 rows f16[3, 17]", lambda x: x.mean(1), inputs_of(((3, 17), f16)), LOW_TOL),
         Case("sum over the middle dim f32[3, 5, 4]", lambda x: x.sum(1).exp(), inputs_of(((3, 5, 4), f32))),
         Case("the sum of all elements f32[37]", lambda x: x.sum(), inputs_of(((37,), f32))),
+        Case("sum of a float64 constant row plus x f64[4]", lambda x: torch.full((4, 7), 0.1, dtype=f64).sum(1) + x,
+             inputs_of(((4,), f64)), F64_TOL),
+        Case("amax and amin with nan f64[4, 9]", lambda x: (x.amax(1), x.amin(1)),
+             inputs_of(((4, 9), f64), edit=_edit(_nan_rows)), F64_TOL),
     ]
     return basic, extra
 
@@ -256,6 +270,8 @@ def _looped_cases():
         Case("variance f32[2, 3, 30] over the last two dims", lambda x: x.var((1, 2)), inputs_of(((2, 3, 30), f32)),
              looped=True),
         Case("the sum of all elements f32[300]", lambda x: x.sum(), inputs_of(((300,), f32)), looped=True),
+        Case("amax and amin with nan, looped bf16[4, 40]", lambda x: (x.amax(1), x.amin(1)),
+             inputs_of(((4, 40), bf16), edit=_edit(_nan_rows)), LOW_TOL, looped=True),
     ]
     return basic, extra
 
@@ -288,6 +304,10 @@ def _arg_cases():
              looped=True),
         Case("argmax of a whole tensor bf16[50]", lambda x: x.argmax(), inputs_of(((50,), bf16)), EXACT,
              looped=True),
+        Case("argmax of negative rows, looped f32[3, 40]", lambda x: x.argmax(1),
+             inputs_of(((3, 40), f32), edit=_edit(_negative_rows)), EXACT, looped=True),
+        Case("argmin of positive rows, looped f32[3, 40]", lambda x: x.argmin(1),
+             inputs_of(((3, 40), f32), edit=_edit(lambda x: x.abs_().add_(1))), EXACT, looped=True),
     ]
     return basic, extra
 

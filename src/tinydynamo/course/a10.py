@@ -258,7 +258,8 @@ BOUNDS_CASES = [
     sympy.Mod(2 * s0 + 1, 3), s1 * sympy.Mod(s0, 4), sympy.Mod(s0, 4) - 3, sympy.Max(s0, 5), sympy.Min(s0, 5),
     sympy.Min(s0, s1) - 2, sympy.Max(s0 - 10, 1), FloorDiv(s0, 2) * s2, 64 * s0 * s1 * s2, sympy.Integer(-3),
     s0 ** 2, sympy.Mod(s0, s1), sympy.floor(-sympy.Rational(7, 5) * s0), sympy.Mod(2, s0), FloorDiv(s0, s1),
-    sympy.Max(s0 - 5, s1 - 10, s2 + 1),
+    sympy.Max(s0 - 5, s1 - 10, s2 + 1), FloorDiv(s0, -2), sympy.Mod(-s0, s1), FloorDiv(sympy.Mod(s0, 4), 2),
+    FloorDiv(sympy.Min(s0, 5), 2),
 ]
 
 STATIC_EXAMPLES = [
@@ -275,7 +276,7 @@ STATIC_CASES = [
     sympy.Ne(s0 * (s1 + 1), s0 * s1 + s0), sympy.Eq(sympy.Mod(1, s0), 0), sympy.Gt(2 - s0, 0),
     sympy.Ge(2 - s0, 0), sympy.Le(2, s0),
     sympy.And(sympy.Ge(s0, 2), sympy.Ge(s1, 2)), sympy.Or(sympy.Eq(s0, 2), sympy.Eq(sympy.Mod(s0, 2), 0)),
-    sympy.true, sympy.false,
+    sympy.true, sympy.false, sympy.And(sympy.Gt(s0, 2), sympy.Ge(s1, 2)), sympy.Eq(1, s0), sympy.Eq(s0, s0 * s1),
 ]
 
 
@@ -596,6 +597,20 @@ POLICY_EXAMPLES = [
     """, "scale_rows", [f"torch.randn({n}, 5)" for n in (4, 6, 8)], True),
 ]
 POLICY_CASES = [
+    Case("size_two_at_the_change", """
+        def double(x):
+            return x * 2
+    """, "double", ["torch.randn(4, 3)", "torch.randn(2, 3)", "torch.randn(6, 3)", "torch.randn(9, 3)"]),
+    Case("static_compile_first", """
+        def double(x):
+            return x * 2
+
+        static = tinydynamo.compile(double, dynamic=False)
+
+        def after_a_static_call(n, m):
+            static(torch.randn(n, 3))
+            return torch.randn(m, 3)
+    """, "double", ["after_a_static_call(4, 6)", "torch.randn(8, 3)", "torch.randn(10, 3)"]),
     Case("sequence_lengths", """
         def attend(x):
             return torch.softmax(x @ x.transpose(1, 2), -1) @ x

@@ -76,4 +76,7 @@ MUTANTS = [
            "positional_only_arguments"),
     Mutant("prologue: no COPY_FREE_VARS when the function also has cells", "    if code.co_freevars:",
            "    if code.co_freevars and not code.co_cellvars:", "closure_with_a_cell"),
+    Mutant("create_resume: co_varnames repeats the parameters that are also the original's locals",
+           "co_varnames=params + tuple(name for name in code.co_varnames if name not in params),",
+           "co_varnames=params + tuple(code.co_varnames),", "more than once"),
 ]

@@ -73,4 +73,17 @@ MUTANTS = [
            '    identity = reduction_identity(rtype, body.src_dtype)\n'
            '    masked = kernel.new_var(f"tl.where({kernel.rmask(body)}, {acc}, {identity})", body.src_dtype, {"x", "r"})\n'
            '    return reduce_tile(kernel, body, masked)', "looped"),
+    Mutant("identity: sum starts from 0.0 for every dtype", '        return "0"\n    if reduction_type == "prod"',
+           '        return "0.0"\n    if reduction_type == "prod"', "sum of large int64 values"),
+    Mutant("reduction_input: no ensure_tensor (a constant stays a literal)",
+           "value = kernel.ensure_tensor(kernel.compute(body))", "value = kernel.compute(body)", "float64 constant row"),
+    Mutant("reduce_tile: nan-propagating helpers for float32 only",
+           '    elif floating:\n        kernel.use_helper(f"{rtype}_propagate_nan")',
+           '    elif floating and body.src_dtype == torch.float32:\n        kernel.use_helper(f"{rtype}_propagate_nan")',
+           "amax and amin with nan f64"),
+    Mutant("arg (looped): the value accumulator starts from 0",
+           'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], {reduction_identity(rtype, body.src_dtype)}, {acc_type})")\n'
+           '        kernel.writeline(f"{acc}_index',
+           'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {acc_type})")\n        kernel.writeline(f"{acc}_index',
+           "argmax of negative rows, looped"),
 ]

@@ -102,4 +102,20 @@ MUTANTS = [
            "from tinydynamo.dynamo.automatic_dynamic import FrameState\n\n\nclass SizeHistory(FrameState):\n"
            "    pass\n\n\n@dataclasses.dataclass\nclass _Unused:\n",
            "FrameState.update", zero=("test_policy_examples", "test_policy_cases")),
+    Mutant("FloorDiv by any constant, negative included", "if b_lo > 0 and b_lo == b_hi:  # a // n",
+           "if b_lo == b_hi and b_lo != 0:  # a // n", "s0 // -2"),
+    Mutant("Mod: a % b is a without checking a >= 0", "if a_lo >= 0 and a_hi < b_lo:", "if a_hi < b_lo:",
+           "(-1 * s0) % s1"),
+    Mutant("FloorDiv: the upper end rounded up", "sympy.floor(a_hi / b_lo)", "sympy.ceiling(a_hi / b_lo)",
+           "(s0 % 4) // 2"),
+    Mutant("And decided by all() of the parts (None counts as False)", "    if not isinstance(condition, (sympy.Eq,",
+           "    if isinstance(condition, sympy.And):\n        return all(static_value(arg) for arg in condition.args)\n"
+           "    if not isinstance(condition, (sympy.Eq,", "(s1 >= 2) and (s0 > 2)"),
+    Mutant("== decided False only for a positive difference", "never = {sympy.Eq: lo > 0 or hi < 0,",
+           "never = {sympy.Eq: lo > 0,", "1 == s0"),
+    Mutant("size 2 never a symbol (> 2 instead of >= 2)", "tensor.shape[d] >= 2}", "tensor.shape[d] > 2}",
+           "size_two_at_the_change"),
+    Mutant("history recorded only for dynamic=None", "    history.update(source_name, tuple(tensor.shape))\n    if isinstance",
+           "    if policy is None:\n        history.update(source_name, tuple(tensor.shape))\n    if isinstance",
+           "static_compile_first"),
 ]
