@@ -270,6 +270,8 @@ def skip_corpus():
 
     import mpmath.libmp.libmpf
     import sympy
+    import torch.ao.nn.quantized
+    import torch.nn.parallel
     import typing_extensions
 
     from ..testing import models
@@ -288,6 +290,7 @@ def skip_corpus():
         torch.nn.Module.__call__.__code__, torch.nn.Module._call_impl.__code__,
         torch.nn.Linear.__init__.__code__, torch.nn.ReLU.forward.__code__,
         torch.nn.Sequential.forward.__code__, torch.functional.einsum.__code__,
+        torch.nn.parallel.DataParallel.forward.__code__, torch.ao.nn.quantized.Linear.forward.__code__,
         GuardBuilder.build.__code__, eval_frame.disable.__code__, models.MLP.forward.__code__,
         models.make.__code__,
         os.path.join.__code__, textwrap.dedent.__code__, collections.namedtuple.__code__,

@@ -566,6 +566,12 @@ def constants_of_every_kind(x):
 
 
 @case(X)
+def constant_tuple_plus_tensors(x):
+    parts = (1.0, 2.0) + (x,)  # a constant tuple is a tuple of constants: + works on it
+    return parts[2] * parts[1]
+
+
+@case(X)
 def global_constants(x):
     return x * SCALE + OFFSET
 

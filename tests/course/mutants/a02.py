@@ -87,4 +87,7 @@ MUTANTS = [
            "    return m.ConvertFrame.__call__(callback, func, args)\n"
            "def _unused(callback, func, args):",
            "ConvertFrame.__call__", zero=("test_on_cache_miss_examples",)),
+    Mutant("compiles every forward under torch/, not only those of torch.nn.modules",
+           'if code.co_filename.startswith(TORCH_MODULES_DIR) and code.co_name == "forward":',
+           'if code.co_filename.startswith(TORCH_DIR) and code.co_name == "forward":', "DataParallel.forward"),
 ]

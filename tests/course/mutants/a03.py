@@ -108,4 +108,8 @@ MUTANTS = [
     Mutant("**= computed out of place", '"**=": operator.ipow,', '"**=": operator.pow,', "inplace"),
     Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "self.load_global(inst.argval), inst.arg & 1)",
            "self.load_global(inst.argval), inst.arg > 0)", "LOAD_GLOBAL"),
+    Mutant("LOAD_CONST wraps every constant in ConstantVariable (a constant tuple is then no tuple)",
+           "    self.push(wrap_constant(inst.argval))",
+           "    from tinydynamo.dynamo.variables import ConstantVariable\n    self.push(ConstantVariable(inst.argval))",
+           "constant_tuple_plus_tensors"),
 ]
