@@ -128,9 +128,10 @@ def test_std_max_fails_on_nan_and_on_an_integer_literal(pieces):
 
     assert a08.check_part("ops", ops=StdMax) == []  # the basic cases have no nan
     failures = a08.check_part("ops", extra=True, ops=StdMax)
-    assert len(failures) == 2
+    assert len(failures) == 3
     assert failures[0].startswith("maximum and minimum with nan and ±inf f32[2, 8]: output 0 differs from eager")
     assert "no matching function for call to" in failures[1] and "std::max(tmp" in failures[1]
+    assert failures[2].startswith("integer clamp and minimum with a constant") and "std::max(tmp" in failures[2]
 
 
 def _pointwise_body_with(solution, pragma, scoped):

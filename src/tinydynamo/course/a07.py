@@ -99,6 +99,7 @@ S = Sample
 HALF_TOL = dict(atol=2e-3, rtol=2e-3)
 BF16_TOL = dict(atol=2e-2, rtol=2e-2)
 BACKWARD_TOL = dict(atol=1e-4, rtol=1e-4)
+F64_TIGHT = dict(atol=1e-12, rtol=1e-12)  # float64 computed in float32 is off by 1e-8 and more
 # A low-precision pointwise result computed in float32 and rounded once is within one unit in the
 # last place of aten's; one computed in its own dtype (rounded at every step) is not.
 ONE_ULP = dict(ulps=1)
@@ -108,7 +109,8 @@ def _unary_samples(t):
     basic = [S((t(3, 4),)), S((specials(),), note="nan, ±inf, ±0")]
     extra = [S((t(64, 64, dtype=bf16, low=-8, high=8),), tolerance=ONE_ULP), S((t(3, 4, dtype=i64),)),
              S((t(4, 3, noncontiguous=True),)), S((t(),)), S((t(0, 3),)), S((t(2, 3, dtype=f64),)),
-             S((specials(f16),), note="nan, ±inf, ±0", tolerance=ONE_ULP)]
+             S((specials(f16),), note="nan, ±inf, ±0", tolerance=ONE_ULP),
+             S((t(3, 4, dtype=f64),), note="float64 computed in float64", tolerance=F64_TIGHT)]
     return basic, extra
 
 
@@ -132,7 +134,9 @@ def _addcmul_samples(t):
              S((t(64, 64, dtype=bf16), t(64, 64, dtype=bf16), t(64, 64, dtype=bf16)), {"value": 0.7},
                "bfloat16: computed in float32, rounded once", tolerance=ONE_ULP),
              S((t(64, 64, dtype=f16), t(64, dtype=f16), t(64, 1, dtype=f16)), {"value": -1.3},
-               "float16: computed in float32, rounded once", tolerance=ONE_ULP)]
+               "float16: computed in float32, rounded once", tolerance=ONE_ULP),
+             S((t(3, 4, dtype=f64), t(3, 4, dtype=f64), t(4, dtype=f64)), {"value": 0.3},
+               "float64 computed in float64", F64_TIGHT)]
     return basic, extra
 
 
@@ -147,7 +151,8 @@ def _softmax_samples(t):
              S((rows_of_minus_inf, 1, False), note="rows of -inf"),
              S((t(0, 3), 1, False)), S((t(2, 0), 1, False), note="a reduced dim of size 0"),
              S((t(3, 5, dtype=f64) * 1000, -1, False), note="values up to ±3000: exp overflows float64"),
-             _half_to_float_sample(t(3, 5, dtype=f16))]
+             _half_to_float_sample(t(3, 5, dtype=f16)),
+             S((t(3, 5, dtype=f64), 1, False), note="float64 computed in float64", tolerance=F64_TIGHT)]
     return basic, extra
 
 
@@ -175,7 +180,9 @@ def _half_to_float_backward(t):
 def _softmax_backward_samples(t):
     basic = [_softmax_backward(t, (3, 5), 1)]
     extra = [_softmax_backward(t, (2, 3, 4), 0), _softmax_backward(t, (3, 5), -1, bf16),
-             _softmax_backward(t, (4,), 0), _softmax_backward(t, (2, 5), 1, f64), _half_to_float_backward(t)]
+             _softmax_backward(t, (4,), 0), _softmax_backward(t, (2, 5), 1, f64), _half_to_float_backward(t),
+             dataclasses.replace(_softmax_backward(t, (2, 5), 1, f64), note="float64 computed in float64",
+                                 tolerance=F64_TIGHT)]
     return basic, extra
 
 
@@ -209,7 +216,9 @@ def _layer_norm_backward_samples(t):
              _layer_norm_backward(t, (4, 8), [8], mask=(True, False, True)),
              _layer_norm_backward(t, (4, 8), [8], dtype=bf16, weight_dtype=f32),
              _layer_norm_backward(t, (4, 8), [8], dtype=bf16),
-             _layer_norm_backward(t, (3, 6), [6], dtype=f64)]
+             _layer_norm_backward(t, (3, 6), [6], dtype=f64),
+             dataclasses.replace(_layer_norm_backward(t, (3, 6), [6], dtype=f64), note="float64 computed in float64",
+                                 tolerance=F64_TIGHT)]
     return basic, extra
 
 

@@ -292,11 +292,23 @@ FLOAT_ONLY = (r"// kernel0(?![\s\S]*(?:(?<![\w.])\d+\.\d*(?:e[-+]?\d+)?(?![\w.])
               "which is slower and, rounded back, not float32's result")
 
 
+# In a float64 kernel, no float math function: expf for exp rounds to float32.
+DOUBLE_ONLY = (r"// kernel0(?![\s\S]*\b(?:exp|log|tanh|sqrt)f\()",
+               "the float64 kernel calls a float math function (expf, logf, tanhf, sqrtf): float64 math "
+               "must stay in double (std::sqrt, exp, log...)")
+
+
 SIMD_INNER_LOOP = (r"#pragma omp simd\s*\n\s*for \(int64_t x1 ", "the row loop (x1) of a pointwise body "
                    "inside the outer loop must carry `#pragma omp simd`")
 SIMD_MAX = (r"#pragma omp simd reduction\(max:\w+\)", "a max reduction must carry `#pragma omp simd "
             "reduction(max:<accumulator>)` (with a reduction(|:...) for the nan flag)")
 SIMD_SUM = (r"#pragma omp simd reduction\(\+:\w+\)", "a sum must carry `#pragma omp simd reduction(+:<accumulator>)`")
+SIMD_MAX_NAN = (r"#pragma omp simd reduction\(max:(\w+)\) reduction\(\|:\1_nan\)",
+                "a float max reduction must also reduce its nan flag: `#pragma omp simd reduction(max:<acc>) "
+                "reduction(|:<acc>_nan)` (without it, the lanes race on the flag)")
+PARALLEL_OUTERMOST = (r"#pragma omp parallel for simd reduction\(\+:\w+\)\s*\n\s*for \([^\n]*\{\n\s*for \(",
+                      "a large reduction of all elements over two reduction loops must carry its threads on the "
+                      "outermost reduction loop, not start a thread team for each of its iterations")
 PARALLEL_SUM = (r"#pragma omp parallel for simd reduction\(\+:\w+\)",
                 "a large reduction of all elements must be split over threads: `#pragma omp parallel for "
                 "simd reduction(+:<accumulator>)`")
@@ -384,6 +396,13 @@ def _ops_cases():
              inputs_of(((4, 8), f32))),
         Case("scalar constants f32[3, 5]: 2.5 - x, x * -1.5, x / -0.25, where(x < 0, -3.0, x)",
              lambda x: (2.5 - x, x * -1.5, x / -0.25, torch.where(x < 0, -3.0, x)), inputs_of(((3, 5), f32))),
+        Case("|x| of int64 values beyond 2^53 i64[3, 5]: |a * 3e15 + 1|", lambda a: (a * 3_000_000_000_000_000 + 1).abs(),
+             inputs_of(((3, 5), i64)), dict(atol=0, rtol=0)),
+        Case("float64 math stays in double f64[4, 4]: exp, log, tanh, sqrt, rsqrt",
+             lambda x: (x.exp(), x.abs().log(), x.tanh(), x.abs().sqrt(), torch.rsqrt(x.abs())),
+             inputs_of(((4, 4), f64)), F64_TOL, source_checks=(DOUBLE_ONLY,)),
+        Case("integer clamp and minimum with a constant i64[4, 6]: a.clamp(-1, 2), minimum(a, 3)",
+             lambda a: (a.clamp(-1, 2), torch.minimum(a, torch.full_like(a, 3))), inputs_of(((4, 6), i64))),
     ]
     return basic, extra
 
@@ -470,6 +489,16 @@ def _reduction_cases():
              source_checks=(NO_PARALLEL,)),
         Case("row sums f32[2, 32768] (threads on the outer loop only)", lambda x: x.sum(1),
              inputs_of(((2, 32768), f32)), dict(atol=1e-3, rtol=1e-4), source_checks=(NO_PARALLEL_REDUCTION_LOOP,)),
+        Case("argmax and argmin with two nans in a row f32[2, 6]", lambda x: (x.argmax(1), x.argmin(1)),
+             lambda: [torch.tensor([[1.0, math.nan, 2.0, math.nan, 0.0, 3.0],
+                                    [math.nan, -1.0, 5.0, -2.0, math.nan, 0.5]])]),
+        Case("amax of rows with nan f32[6, 40] (the nan flag in the simd clause)", lambda x: x.amax(1),
+             inputs_of(((6, 40), f32), edit=_with_specials), source_checks=(SIMD_MAX_NAN,)),
+        Case("a sum of exactly PARALLEL_MIN_ELEMENTS elements f32[128, 256] (parallel)", lambda x: x.sum(),
+             inputs_of(((128, 256), f32)), dict(atol=1e-3, rtol=1e-4), source_checks=(PARALLEL_SUM,)),
+        Case("a sum of all elements of a slice f32[256, 256][:, :200] (parallel, two reduction loops)",
+             lambda x: x[:, :200].sum(), inputs_of(((256, 256), f32)), dict(atol=1e-3, rtol=1e-4),
+             source_checks=(PARALLEL_OUTERMOST,)),
     ]
     return basic, extra
 

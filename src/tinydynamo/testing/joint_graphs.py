@@ -39,6 +39,15 @@ class GradientWithoutTangent(torch.nn.Module):
         return out, aten.mul.Tensor(tangents_1, primals_2), exp
 
 
+class SmallGradientWithoutTangent(torch.nn.Module):
+    """The second gradient, a (16,) column sum of a (64, 16) input, depends on no tangent: saving
+    it costs 64 bytes; computing it in the backward needs the whole input (4096 bytes)."""
+
+    def forward(self, primals_1, primals_2, tangents_1):
+        out = aten.mul.Tensor(primals_1, primals_2)
+        return out, aten.mul.Tensor(tangents_1, primals_2), aten.sum.dim_IntList(primals_1, [0])
+
+
 class SmallViewOfLargeTensor(torch.nn.Module):
     """The backward reads one column of an (64, 8) broadcast sum: a small view, a large base."""
 
@@ -99,6 +108,7 @@ def _randn(*shape, seed):
 _CASES = {
     "constant": (Constant, 1, [(16,), (16,)]),
     "gradient_without_tangent": (GradientWithoutTangent, 1, [(32,), (32,), (32,)]),
+    "small_gradient_without_tangent": (SmallGradientWithoutTangent, 1, [(64, 16), (16,), (64, 16)]),
     "small_view_of_large_tensor": (SmallViewOfLargeTensor, 1, [(64,), (8,), (64, 1)]),
     "backward_only_matmul": (BackwardOnlyMatmul, 1, [(16, 1), (1, 16), (16, 1)]),
     "small_value_of_large_input": (SmallValueOfLargeInput, 1, [(64, 16), (64, 1)]),

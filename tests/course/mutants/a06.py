@@ -108,4 +108,7 @@ MUTANTS = [
     Mutant("min-cut: a source edge for every node without inputs, constants included",
            "if a06.is_primal(node) or (node in needed_by_forward",
            "if not node.all_input_nodes or (node in needed_by_forward", "constant: your forward saves"),
+    Mutant("min-cut: a gradient that depends on no tangent must be recomputed by the backward",
+           '            flow.add_edge((node, "out"), "sink", capacity=math.inf)\n',
+           '            flow.add_edge((node, "in"), "sink", capacity=math.inf)\n', "small_gradient_without_tangent"),
 ]
