@@ -394,6 +394,15 @@ CONSTANT_CASES = [
         ("opts = collections.OrderedDict(k=2.0)", RECOMPILE),  # the same keys, another type
         ("opts = {'k': 2.0}", HIT),
     ]),
+    Case("ordered_dict_keys", """
+        import collections
+
+        def first_weight(x, opts):
+            return x * list(opts.values())[0] + len(opts)
+    """, "first_weight", "x, opts = torch.randn(3), collections.OrderedDict(a=1.0, b=2.0)", "x, opts", [
+        ("opts = collections.OrderedDict(a=1.0, b=2.0)", HIT),
+        ("opts = collections.OrderedDict(b=2.0, a=1.0)", RECOMPILE),  # a dict subclass: its keys are guarded too
+    ]),
     Case("dict_order", """
         def concat(x, parts):
             return torch.cat([x * w for w in parts.values()])

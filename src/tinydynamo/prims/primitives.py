@@ -523,8 +523,8 @@ _register("bmm", "extern", lambda a, b: torch.bmm(a, b).contiguous(), _matmul_me
 
 
 def suggest_memory_format(*tensors):
-    """The memory format ATen's CPU convolution gives its results: channels-last when an input is
-    laid out channels-last (and not also contiguous), else contiguous."""
+    """Channels-last when one of ``tensors`` is laid out channels-last (and not also contiguous),
+    else contiguous: the layout of a tensor, and the one ATen's CPU convolution gives its result."""
     for t in tensors:
         if t.dim() in (4, 5) and not is_symbolic(t) and not t.is_contiguous():
             channels_last = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
@@ -549,7 +549,8 @@ def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed
 _register("convolution", "extern", _convolution, _convolution_meta,
           "convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, "
           "groups) -> Tensor: aten.convolution (bias may be None), laid out channels-last when the "
-          "input or the weight is, as ATen does on CPU (the one prim whose layout is not contiguous).")
+          "input or the weight is, as ATen does on CPU (with convolution_backward, the prims whose layout is "
+          "not always contiguous).")
 
 
 def _convolution_backward(grad_output, input, weight, stride, padding, dilation, transposed,

@@ -90,4 +90,6 @@ MUTANTS = [
            "    del guards[start:]\n    if mine or not a04.is_constant_value(value):\n        return mine\n"
            + CONSTANT_START, "VariableBuilder.wrap",
            zero=("test_constant_guards_examples", "test_constant_guards_cases")),
+    Mutant("only a plain dict gets DICT_KEYS (not an OrderedDict)", "    if isinstance(value, dict):",
+           "    if type(value) is dict:", "ordered_dict_keys"),
 ]

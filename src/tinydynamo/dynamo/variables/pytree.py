@@ -15,7 +15,7 @@ import collections
 
 import torch.utils._pytree as pytree
 
-from ..exc import unsupported
+from ..exc import Unsupported, unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
@@ -46,7 +46,7 @@ def children(tree):
 def _is_registered_node(tree):
     try:
         cls = tree.python_type()
-    except Exception:  # noqa: BLE001 - a tracker whose type is not known is a leaf to pytree too
+    except Unsupported:  # a tracker whose type the tracer does not know: not a container it models
         return False
     return cls in pytree.SUPPORTED_NODES or pytree.is_namedtuple_class(cls) or pytree.is_structseq_class(cls)
 
