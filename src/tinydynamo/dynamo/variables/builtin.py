@@ -72,15 +72,15 @@ SIDE_EFFECT_BUILTINS = {print: "print() (a side effect)", open: "open()",
                         eval: "eval()"}
 
 
-BUILTIN_TYPES = (str, bytes, int, float, complex, bool, tuple, frozenset, list, set, dict)
+IMMUTABLE_TYPES = (str, bytes, int, float, complex, bool, tuple, frozenset)
+BUILTIN_TYPES = (*IMMUTABLE_TYPES, list, set, dict)
 
 
 def is_constant_method(fn):
     """A builtin method bound to an immutable constant (``keyword.iskeyword`` is
     ``frozenset(kwlist).__contains__``): pure on constants."""
     owner = getattr(fn, "__self__", None)
-    return isinstance(fn, types.BuiltinMethodType) and type(owner) in (str, bytes, int, float, tuple, frozenset) \
-        and is_constant_value(owner)
+    return isinstance(fn, types.BuiltinMethodType) and type(owner) in IMMUTABLE_TYPES and is_constant_value(owner)
 
 
 class UnboundMethodVariable(VariableTracker):
@@ -167,9 +167,8 @@ class BuiltinVariable(VariableTracker):
             unsupported(f"operator {self.fn.__name__} on {args[0]} (it changes the container in place)")
         if all(a.is_python_constant() for a in args):  # after the in-place operators: `a += [2]` keeps a's identity
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args]))
-        if len(args) == 2:
-            if self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
-                return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
+        if len(args) == 2 and self.fn in (operator.eq, operator.ne) and all(compares_by_identity(a) for a in args):
+            return ConstantVariable(is_same(tx, *args) == (self.fn is operator.eq))
         result = user_operator(tx, self.fn, args)
         if result is not None:
             return result
@@ -625,7 +624,7 @@ def sequence_operator(tx, fn, a, b):
     if fn is operator.ior and isinstance(a, ConstDictVariable):
         a.method_update(tx, b)
         return a
-    if fn in SET_UPDATES and is_mutable_container(a) and isinstance(a, SetVariable) and isinstance(b, SetVariable):
+    if fn in SET_UPDATES and isinstance(a, SetVariable) and not a.frozen and isinstance(b, SetVariable):
         a.call_method(tx, SET_UPDATES[fn], [b], {})
         return a
     return None
