@@ -12,8 +12,8 @@ import pytest
 import tinydynamo.dynamo
 
 DYNAMO = pathlib.Path(tinydynamo.dynamo.__file__).parent
-READING_ORDER = ["base", "constant", "lists", "dicts", "sets", "pytree", "functions", "tensor", "ndarray", "distributed", "futures", "torch",
-                 "nn_module", "misc", "builtin", "builder"]
+READING_ORDER = ["base", "constant", "lists", "dicts", "sets", "pytree", "functions", "tensor", "ndarray",
+                 "distributed", "futures", "nn_module", "torch", "misc", "builtin", "builder"]
 
 
 def relative_imports(tree):

@@ -151,6 +151,7 @@ class OutputGraph:
         self.containers_by_id = {}  # id -> (list or dict, its first source): one tracker per object
         self.cells_by_id = {}  # id of a closure cell from outside -> its CellVariable (one per cell)
         self.node_tags = {}  # put in the meta of each node traced now (see ``tagging``)
+        self.reparametrized = {}  # (id(module), name) -> tracker read instead (see ``reparametrizing``)
         self.initial_grad_mode = torch.is_grad_enabled()
         self.default_dtype = torch.get_default_dtype()
         self.autocast = autocast_state()
@@ -273,6 +274,16 @@ class OutputGraph:
             yield
         finally:
             self.node_tags = outer
+
+    @contextlib.contextmanager
+    def reparametrizing(self, overrides):
+        """Inside the block, a module's attribute in ``overrides`` ({(id(module), name): tracker})
+        reads as that tracker: ``torch.func.functional_call`` swaps tensors in for one call."""
+        outer, self.reparametrized = self.reparametrized, {**self.reparametrized, **overrides}
+        try:
+            yield
+        finally:
+            self.reparametrized = outer
 
     @contextlib.contextmanager
     def subgraph(self):

@@ -10,6 +10,8 @@ forward reads (``self.training``, ``self.eps``...) get their own guards when rea
 A module's forward pre-hooks and forward hooks are inlined around ``forward``, as
 ``Module._call_impl`` runs them; a DICT_KEYS guard on each hook dict, an empty one too, recompiles
 when a hook is added or removed. Backward hooks and global hooks are Unsupported.
+``torch.func.functional_call(module, tensors, args)`` inlines the module's call with those tensors
+read in place of its parameters and buffers (``trace_functional_call``), as eager swaps them in.
 Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be indexed, sliced,
 measured and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
@@ -62,6 +64,9 @@ class NNModuleVariable(VariableTracker):
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
+        swapped = tx.output.reparametrized.get((id(module), name))
+        if swapped is not None:
+            return swapped
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         if name in WALKS or name == "to":
@@ -175,14 +180,53 @@ class NNModuleVariable(VariableTracker):
         kwconsts = {k: v.as_python_constant() for k, v in kwargs.items()}
         walk = getattr(self.module, "named_" + name.removeprefix("named_"))
         named = fold(lambda: list(walk(*consts, **kwconsts)))
+        swaps = tx.output.reparametrized if name.endswith(("parameters", "buffers")) else {}
+        if swaps and self.swap_changes_ties(name, swaps):
+            unsupported(f"{name}() inside torch.func.functional_call that ties or unties the module's tensors")
         items = []
         for path, value in named:
             source = self.source
             for part in filter(None, path.split(".")):
                 source = AttrSource(source, part)
-            item = tx.build(value, source)
+            owner, _, attr = path.rpartition(".")
+            swapped = swaps.get((id(self.module.get_submodule(owner)), attr))
+            item = tx.build(value, source) if swapped is None else swapped
             items.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named_") else item)
         return ListIteratorVariable(items)
+
+    def swap_changes_ties(self, name, swaps):
+        """Whether functional_call's ``swaps`` tie or untie tensors among the module's parameters
+        (or buffers): ``parameters()`` lists a tensor with two names once, so it would list other items."""
+        members = getattr(self.module, "named_" + name.removeprefix("named_"))(remove_duplicate=False)
+        real, swapped = [], []
+        for path, tensor in members:
+            owner, _, attr = path.rpartition(".")
+            real.append(id(tensor))
+            swapped.append(id(swaps.get((id(self.module.get_submodule(owner)), attr), tensor)))
+        return not len(set(real)) == len(set(swapped)) == len(set(zip(real, swapped)))
+
+    def swapped_in(self, named, tie):
+        """{(id(owner), attribute): tracker} for ``functional_call``'s ``named`` tensors: each name
+        is a parameter or buffer of this module (and with ``tie``, so is every name of the same tensor)."""
+        module = self.module
+        members = [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
+        names_of = {}
+        for path, tensor in members:
+            names_of.setdefault(id(tensor), []).append(path)
+        tied = {path: names_of[id(tensor)] if tie else [path] for path, tensor in members}
+        overrides = {}
+        for path, value in named.items():
+            if path not in tied:
+                unsupported(f"torch.func.functional_call with {path!r}, not a parameter or buffer of "
+                            f"{type(module).__name__}")
+            if not isinstance(value, TensorVariable):
+                unsupported(f"torch.func.functional_call with {value} for {path!r} (a tensor is needed)")
+            for target in tied[path]:
+                if target in named and named[target] is not value:
+                    unsupported(f"torch.func.functional_call with two values for the tied names {path!r}, {target!r}")
+                owner, _, attr = target.rpartition(".")
+                overrides[id(module.get_submodule(owner)), attr] = value
+        return overrides
 
     def store_attr(self, tx, name, value):
         """``self.flag = value`` or ``self.cache = tensor`` in a forward: replayed after the graph
@@ -245,6 +289,28 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__}, {self.source.name()})"
+
+
+def trace_functional_call(tx, module, tensors, args=None, kwargs=None, *, tie_weights=None, strict=None):
+    """``torch.func.functional_call(module, tensors, args, kwargs)``: the module's call, inlined
+    with each tensor of ``tensors`` (a dict of dotted names, or a tuple of such dicts) read in
+    place of the parameter or buffer it names. With ``tie_weights`` (the default), a name tied to
+    another (one tensor under two names) is swapped too, as eager does."""
+    if not isinstance(module, NNModuleVariable) or module.source is None:
+        unsupported(f"torch.func.functional_call of {module} (a module from outside the frame is needed)")
+    if strict is not None and strict.as_python_constant():
+        unsupported("torch.func.functional_call(strict=True)")
+    named = {}
+    for table in tensors.unpack_var_sequence(tx) if isinstance(tensors, (TupleVariable, ListVariable)) else [tensors]:
+        if not isinstance(table, ConstDictVariable) or named.keys() & table.items.keys():
+            unsupported(f"torch.func.functional_call with {tensors} (dicts of names with no name twice)")
+        named.update(table.items)
+    tie = tie_weights is None or tie_weights.as_python_constant()
+    args = [] if args is None or is_none(args) else args.unpack_var_sequence(tx) \
+        if isinstance(args, TupleVariable) else [args]
+    kwargs = {} if kwargs is None or is_none(kwargs) else dict(kwargs.items)
+    with tx.output.reparametrizing(module.swapped_in(named, tie)):
+        return module.call_function(tx, args, kwargs)
 
 
 class SequentialSliceVariable(NNModuleVariable):

@@ -33,6 +33,7 @@ from .distributed import IN_PLACE_COLLECTIVES, trace_collective
 from .futures import FutureVariable, trace_fork
 from .lists import BaseListVariable, ListVariable
 from .ndarray import NumpyNdarrayVariable
+from .nn_module import trace_functional_call
 from .tensor import TensorVariable, trace_op
 
 SIDE_EFFECT_FUNCTIONS = {
@@ -196,6 +197,8 @@ class TorchFunctionVariable(VariableTracker):
             return trace_fork(tx, args[0], args[1:], kwargs)
         if self.fn is torch.utils.checkpoint.checkpoint and args:
             return trace_checkpoint(tx, args[0], args[1:], kwargs)
+        if self.fn is torch.func.functional_call or (module, name) == ("torch.nn.utils.stateless", "functional_call"):
+            return trace_functional_call(tx, *args, **kwargs)
         if (module, name) == ("torch._higher_order_ops.associative_scan", "associative_scan"):
             return trace_associative_scan(tx, *args, **kwargs)
         if self.fn is torch.jit.wait and len(args) == 1 and not kwargs:
