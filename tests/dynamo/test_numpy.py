@@ -33,6 +33,16 @@ def dtype_argument(x):
     return np.ones_like(x, dtype=np.float64), np.zeros((2, 3), dtype=np.int32)
 
 
+def converted_to_tensors(x):
+    """BigBird builds its attention plan in NumPy, then ``torch.tensor(plan, device=..., dtype=...)``."""
+    a = np.stack([np.arange(6, dtype=np.int32).reshape(2, 3) * k for k in range(2)], axis=0)
+    shared = torch.as_tensor(a, dtype=torch.int32)
+    shared += 1  # the same memory as a, as in eager
+    row = x[0, :3]
+    return (torch.tensor(a, device=x.device, dtype=torch.long) + row.long(), torch.tensor(a / 4, dtype=torch.int64),
+            torch.as_tensor(a, dtype=torch.float64) * row, a)
+
+
 def same(actual, expected):
     assert type(actual) is type(expected), (type(actual), type(expected))
     if isinstance(expected, (tuple, list)):
@@ -48,7 +58,8 @@ def same(actual, expected):
         assert actual == expected
 
 
-@pytest.mark.parametrize("fn", [meshgrid_and_back, attributes, reductions, methods_and_operators, dtype_argument])
+@pytest.mark.parametrize("fn", [meshgrid_and_back, attributes, reductions, methods_and_operators, dtype_argument,
+                                converted_to_tensors])
 def test_numpy_code_matches_eager_numpy_in_one_graph(fn):
     x = torch.randn(10, 10)
     same(dynamo.compile(fn, backend="eager")(x), fn(x))

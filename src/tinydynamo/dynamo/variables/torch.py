@@ -246,12 +246,16 @@ class TorchFunctionVariable(VariableTracker):
 
     def call_with_arrays(self, tx, args, kwargs, arrays):
         """``torch.from_numpy(a)`` / ``torch.as_tensor(a)``: the tensor behind the array (shared
-        memory, as in eager); ``torch.tensor(a)``: a copy of it. Other torch functions refuse
+        memory, as in eager); ``torch.tensor(a)``: a copy of it; a ``dtype`` or ``device`` given to
+        ``as_tensor`` or ``tensor`` converts it as ``Tensor.to`` does. Other torch functions refuse
         arrays in eager too."""
-        if self.fn in (torch.from_numpy, torch.as_tensor, torch.asarray) and len(args) == 1 and not kwargs:
-            return args[0].as_tensor()
-        if self.fn is torch.tensor and len(args) == 1 and not kwargs:
-            return trace_op(tx, "call_method", "clone", [args[0].as_tensor()], {})
+        converts = set(kwargs) <= {"dtype", "device"} and all(v.is_python_constant() for v in kwargs.values())
+        if len(args) == 1 and (self.fn is torch.from_numpy and not kwargs or converts and self.fn in (
+                torch.as_tensor, torch.asarray, torch.tensor)):
+            tensor = args[0].as_tensor()
+            if self.fn is torch.tensor:
+                tensor = trace_op(tx, "call_method", "clone", [tensor], {})
+            return trace_op(tx, "call_method", "to", [tensor], kwargs) if kwargs else tensor
         unsupported(f"passing a NumPy array to {getattr(self.fn, '__name__', self.fn)}")
 
     def is_foldable_helper(self, args, kwargs):
