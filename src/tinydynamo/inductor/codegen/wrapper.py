@@ -43,8 +43,8 @@ class KernelRuntimeError(RuntimeError):
 def raise_kernel_error(code):
     if code == 1:
         raise IndexError("tinydynamo kernel: an index read from a tensor is out of bounds")
-    if code == 2:
-        raise ZeroDivisionError("tinydynamo kernel: integer division by zero")
+    if code == 2:  # an integer division by zero: eager's error, type and message
+        raise KernelRuntimeError("ZeroDivisionError")
     raise KernelRuntimeError(f"tinydynamo kernel failed with error code {code}")
 
 
