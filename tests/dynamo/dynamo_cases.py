@@ -1329,6 +1329,35 @@ def user_object_methods(x):
     return CONFIG.apply(x) + CONFIG.shift(x) * CONFIG.double_alpha + len(CONFIG.name())
 
 
+class Positive:
+    """A data descriptor written in Python: it comes before the instance's ``__dict__``."""
+
+    def __set_name__(self, owner, name):
+        self.name = "_" + name
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else abs(getattr(obj, self.name))
+
+    def __set__(self, obj, value):
+        setattr(obj, self.name, value)
+
+
+class Holder:
+    scale = Positive()
+
+    def __init__(self):
+        self.scale = -2.0
+        self.__dict__["scale"] = 100.0  # shadowed: Python reads the descriptor
+
+
+HOLDER = Holder()
+
+
+@case(X)
+def data_descriptor(x):
+    return x * HOLDER.scale
+
+
 @dataclasses.dataclass
 class Options:
     scale: float = 2.0

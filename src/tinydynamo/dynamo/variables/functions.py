@@ -336,8 +336,8 @@ def static_attribute(tx, obj_var, value, name, source):
             return UserMethodVariable(getattr_hook, obj_var).call_function(tx, [ConstantVariable(name)], {})
         raise_at_trace_time(AttributeError(f"{type(value).__name__!r} object has no attribute {name!r}"))
     instance_dict = getattr(value, "__dict__", {})
-    if name in instance_dict and not isinstance(inspect.getattr_static(type(value), name, None), property):
-        return tx.build(instance_dict[name], source)
+    if name in instance_dict and not inspect.isdatadescriptor(inspect.getattr_static(type(value), name, None)):
+        return tx.build(instance_dict[name], source)  # a data descriptor on the class comes first
     on_class = class_attribute_source(obj_var, name)
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, obj_var, source=on_class)
@@ -356,7 +356,7 @@ def static_attribute(tx, obj_var, value, name, source):
             source is not None or isinstance(value, dataclasses.Field)):  # a Field is fixed with its class
         return tx.build(fold(getattr, value, name), source)  # a slot or C field: no user code
     getter = inspect.getattr_static(type(attr), "__get__", None)
-    if isinstance(getter, types.FunctionType) and not inspect.isdatadescriptor(attr):
+    if isinstance(getter, types.FunctionType):
         # a descriptor written in Python (torch.distributions' lazy_property): its __get__ traced
         descriptor = tx.build(attr, descriptor_source(obj_var, type(value), name))
         return UserMethodVariable(getter, descriptor).call_function(tx, [obj_var, tx.build(type(value))], {})
