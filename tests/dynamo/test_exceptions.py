@@ -2,6 +2,7 @@
 them: the exception table of the frame (or of an inlined caller) sends it to the handler. An
 exception no block of the traced frames catches is a graph break, and eager raises it."""
 import collections.abc
+import contextlib
 
 import pytest
 import torch
@@ -160,3 +161,88 @@ def raise_from_and_reraise(x):
 @pytest.mark.parametrize("fn", [raises_and_catches_in_the_frame, raise_from_and_reraise])
 def test_raise_statements_caught_in_the_traced_frames_are_traced(fn):
     check(fn, torch.randn(3))
+
+
+class Recorder:
+    """A context manager written in Python that swallows the ValueErrors of its block, and records
+    what its ``__exit__`` saw."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.seen.append(None if kind is None else kind.__name__)
+        return kind is not None and issubclass(kind, ValueError)
+
+
+def suppresses_a_missing_key(x, table):
+    with contextlib.suppress(KeyError):
+        x = x + table["missing"]
+    return x * 2
+
+
+def a_helper_with_a_suppressed_index_error(x):
+    with contextlib.suppress(IndexError, KeyError):
+        return x + [1][5]
+    return x - 1
+
+
+def calls_a_helper_that_suppresses(x):
+    return a_helper_with_a_suppressed_index_error(x) * 3
+
+
+def records_what_exit_sees(x):
+    recorder = Recorder()
+    with recorder:
+        x = x + 1
+    with recorder:
+        raise ValueError("swallowed")
+    return x, recorder.seen
+
+
+@pytest.mark.parametrize("fn, args", [
+    (suppresses_a_missing_key, (torch.randn(3), {})),
+    (calls_a_helper_that_suppresses, (torch.randn(3),)),
+    (records_what_exit_sees, (torch.randn(3),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_an_exit_written_in_python_sees_the_exception_of_its_block(fn, args):
+    """``__exit__(type, exception, traceback)`` is traced; returning true swallows the exception
+    (one graph, no break, as torch.compile)."""
+    check(fn, *args)
+
+
+def suppresses_another_error(x, table):
+    with contextlib.suppress(IndexError):
+        x = x + table["missing"]
+    return x
+
+
+def test_an_exception_its_exit_does_not_swallow_is_raised_as_in_eager():
+    with pytest.raises(KeyError):
+        dynamo.compile(suppresses_another_error, backend="eager")(torch.randn(3), {})
+
+
+@contextlib.contextmanager
+def swallowing(log):
+    try:
+        yield
+    except ValueError as error:
+        log.append(str(error))
+
+
+def a_generator_context_manager_swallows(x):
+    log = []
+    with swallowing(log):
+        x = x * 2
+        raise ValueError("inside")
+    return x + len(log), log
+
+
+def test_an_exit_that_cannot_be_traced_runs_the_block_as_python():
+    """contextmanager's __exit__ throws into the generator: the graph breaks before the block."""
+    x = torch.randn(3)
+    assert_same(dynamo.compile(a_generator_context_manager_swallows, backend="eager")(x),
+                a_generator_context_manager_swallows(x))

@@ -169,9 +169,14 @@ class InstructionTranslatorBase:
         exception the program raised there, as CPython unwinds: truncate the stack to the block's
         depth, push the exception and jump to the handler. False if no such block is around
         ``inst`` in this frame (the exception goes on to the caller's frame, if it is inlined).
-        An exception inside a ``with`` block stays Unsupported: a graph break may cut the block."""
+        Inside a ``with`` block, only a context manager written in Python sees the exception
+        (its ``__exit__`` may swallow it: ``contextlib.suppress``); for the others it stays
+        Unsupported."""
         entry = inst.exn_tab_entry
-        if entry is None or self.instructions[self.indexof[entry.target] + 1].opname == "WITH_EXCEPT_START":
+        if entry is None:
+            return False
+        if self.instructions[self.indexof[entry.target] + 1].opname == "WITH_EXCEPT_START" and not (
+                0 < entry.depth <= len(self.stack) and id(self.stack[entry.depth - 1]) in self.user_with_blocks):
             return False
         del self.stack[entry.depth:]
         if entry.lasti:
@@ -729,6 +734,18 @@ class InstructionTranslatorBase:
         self.push(self.exc_info[-1] if self.exc_info else ConstantVariable(None))
         self.push(exception)
         self.exc_info.append(exception)
+
+    def WITH_EXCEPT_START(self, inst):
+        """An exception left the ``with`` block of a context manager written in Python: push what
+        its ``__exit__(type, exception, None)`` returns (true swallows the exception). If that call
+        cannot be traced, the graph breaks before the block, which then runs as Python."""
+        exit_fn, exception = self.stack[-4], self.stack[-1]
+        try:
+            self.push(exit_fn.call_function(
+                self, [self.build(type(exception.exception)), exception, ConstantVariable(None)], {}))
+        except Unsupported as error:  # an exception raised by __exit__ too: the break goes before the block
+            error.first_seen.setdefault(self, self.user_with_blocks[id(exit_fn)][1])
+            raise
 
     def CHECK_EXC_MATCH(self, inst):
         expected = self.pop().as_python_constant()
