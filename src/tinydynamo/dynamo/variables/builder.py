@@ -102,9 +102,9 @@ class VariableBuilder:
         if id(value) not in containers:
             containers[id(value)] = (value, self.source)
             return None
-        first = self.tx.output.variable_cache[containers[id(value)][1]]
-        self.guard("DUPLICATE_INPUT", (first.source,))
-        return first
+        first_source = containers[id(value)][1]  # the tracker made there may have dropped it (a wrapped function)
+        self.guard("DUPLICATE_INPUT", (first_source,))
+        return self.tx.output.variable_cache[first_source]
 
     def guard(self, kind, value=None):
         if self.source is not None:
