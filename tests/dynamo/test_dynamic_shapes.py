@@ -151,6 +151,48 @@ def test_augmented_assignment_on_a_size():
     assert stats["frames_compiled"] == 1 and stats["fallbacks"] == 0
 
 
+def test_divmod_of_a_size_stays_symbolic():
+    """``divmod(s0, 3)`` is ``(s0 // 3, s0 % 3)``, Python's floor semantics for a negative size
+    expression too; it specialised the size (a compile per size)."""
+    def f(x):
+        q, r = divmod(x.shape[0], 3)
+        nq, nr = divmod(-x.shape[0], 4)
+        return x * q + r, (q, r, nq, nr)
+
+    stats = check_sizes(f, lambda n: (torch.randn(n, 2),), [3, 5, 7, 10], dynamic=None)
+    assert stats["frames_compiled"] == 2
+
+
+def test_a_symbolic_shape_stays_a_torch_size():
+    """Slices, concatenations and repeats of a shape with symbolic sizes are torch.Size objects,
+    which print as eager's and count their elements (they came back as tuples, and
+    ``x.size().numel()`` raised a TypeError, after the recompile that made the size dynamic)."""
+    def f(x):
+        s = x.shape
+        made = (s + (1,), (1,) + s, s * 2, s[::-1], s[1:], x.size().numel())
+        return x + 1, made, [type(m).__name__ for m in made], callable(x), callable(f)
+
+    compiled = tinydynamo.compile(f, backend="eager")
+    for n in (4, 5, 6):
+        x = torch.randn(3, n)
+        expected, actual = f(x), compiled(x)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1:] == expected[1:]
+        assert [type(m) for m in actual[1]] == [type(m) for m in expected[1]]
+    assert tinydynamo.stats()["frames_compiled"] == 2
+
+
+def test_a_symbolic_shape_formats_as_eager():
+    """An f-string of a shape reads its sizes: each size is then a constant of the graph (guarded)."""
+    def f(x):
+        return x + 1, f"{x.shape}", f"{x.shape[1:]!r}"
+
+    compiled = tinydynamo.compile(f, backend="eager")
+    for n in (4, 5, 6):
+        x = torch.randn(3, n)
+        assert compiled(x)[1:] == f(x)[1:]
+
+
 def test_python_int_use_specialises_the_size():
     def f(x):
         total = x[0]

@@ -134,6 +134,9 @@ class BuiltinVariable(VariableTracker):
             return ListVariable([tx.build(cls) for cls in fold(self.fn)])  # einops: AbstractBackend.__subclasses__()
         if self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], ExceptionVariable):
             return ConstantVariable(self.fn(args[0].exception))  # the message of a caught exception
+        if self.fn is divmod and not kwargs and any(isinstance(a, SymNodeVariable) for a in args) and \
+                all(a.is_python_constant() or isinstance(a, SymNodeVariable) for a in args):
+            return TupleVariable([sym_operator(tx, operator.floordiv, args), sym_operator(tx, operator.mod, args)])
         if self.foldable(args, kwargs):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
@@ -299,8 +302,8 @@ class BuiltinVariable(VariableTracker):
     def call_callable(self, tx, obj):
         try:
             return ConstantVariable(callable(obj.python_object()))
-        except Unsupported:
-            return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
+        except Unsupported:  # an instance is callable when its class defines __call__ (a tensor is not)
+            return ConstantVariable(any("__call__" in vars(cls) for cls in obj.python_type().__mro__))
 
     def call_type(self, tx, obj):
         cls = obj.python_type()
@@ -610,15 +613,16 @@ def sequence_operator(tx, fn, a, b):
         return a
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) \
             and isinstance(b, BaseListVariable) and a.python_cls is b.python_cls:
-        return type(a)(a.items + b.items)
+        size = b if b.python_type() is torch.Size else a  # a torch.Size on either side makes one
+        return size.rebuilt(a.items + b.items)
     if fn is operator.imul and type(a) is ListVariable and b.is_python_constant():
         a.mutable(tx)
         a.items[:] = a.items * b.as_python_constant()
         return a
     if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
-        return type(a)(a.items * b.as_python_constant())
+        return a.rebuilt(a.items * b.as_python_constant())
     if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():  # 4 * [x]
-        return type(b)(b.items * a.as_python_constant())
+        return b.rebuilt(b.items * a.as_python_constant())
     if fn is operator.or_ and isinstance(a, ConstDictVariable):  # dict merge
         return a.merged(tx, b)
     if fn is operator.ior and isinstance(a, ConstDictVariable):

@@ -5,14 +5,16 @@ Lists are mutated in place while tracing; a list that came from the frame's inpu
 source) is also written back after the graph, since the caller sees it (``side_effects.py``).
 """
 import collections
+import functools
 import inspect
 import itertools
+import operator
 import types
 
 import torch
 
 from ..exc import raise_at_trace_time, unsupported
-from .base import VariableTracker, call_handler
+from .base import GetAttrVariable, VariableTracker, call_handler
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_none, wrap_constant
 
 
@@ -147,10 +149,29 @@ class TupleVariable(BaseListVariable):
     def python_type(self):
         return self.tuple_cls
 
+    def as_python_constant(self):
+        values = tuple(item.as_python_constant() for item in self.items)
+        if self.tuple_cls is tuple:
+            return values
+        return getattr(self.tuple_cls, "_make", self.tuple_cls)(values)  # torch.Size, a namedtuple...
+
+    def rebuilt(self, items):
+        """A slice or concatenation: a torch.Size stays one, other tuples become plain ones."""
+        return TupleVariable(items, tuple_cls=torch.Size if self.tuple_cls is torch.Size else tuple)
+
     def fields(self):
         return getattr(self.tuple_cls, "__match_args__", None) or getattr(self.tuple_cls, "_fields", ())
 
+    def method_numel(self, tx):
+        """``torch.Size.numel()``: the product of the sizes, symbolic ones included."""
+        if self.tuple_cls is not torch.Size:
+            unsupported(f"{self.tuple_cls.__name__}.numel")
+        multiply = tx.build(operator.mul)
+        return functools.reduce(lambda a, b: multiply.call_function(tx, [a, b], {}), self.items, ConstantVariable(1))
+
     def var_getattr(self, tx, name):
+        if self.tuple_cls is torch.Size and name == "numel":
+            return GetAttrVariable(self, name)  # answered by method_numel
         if name in self.fields():
             return self.items[self.fields().index(name)]
         attr = inspect.getattr_static(self.tuple_cls, name, None)
