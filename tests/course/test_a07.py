@@ -119,6 +119,24 @@ def test_wrong_values_name_the_sample_and_the_error():
                                   "max abs error")
 
 
+def test_integer_mismatches_are_reported_exactly():
+    """2**60 and 2**60 + 1 are the same float64: through float64 the error would read 0."""
+    expected = torch.tensor([[1, 2], [2**60, -5]])
+    actual = expected.clone()
+    actual[1, 0] += 1
+    assert a07.compare(expected.clone(), expected, None) is None
+    assert a07.compare(actual, expected, None, reference="eager") == (
+        "the result differs from eager: 1 of 4 element(s) differ, the first at index [1, 0]: "
+        "1152921504606846977 where eager has 1152921504606846976; max abs error 1 "
+        "(allowed: 0 + 0 * |expected|)")
+    actual[1, 1] = 5
+    assert a07.max_error(actual, expected) == 10
+    assert a07.compare(actual, expected, None).startswith("the result differs from aten: 2 of 4 element(s) differ")
+    assert a07.compare(torch.tensor(True), torch.tensor(False), None) == (
+        "the result differs from aten: 1 of 1 element(s) differ, the first: True where aten has False; "
+        "max abs error 1 (allowed: 0 + 0 * |expected|)")
+
+
 def test_wrong_dtype_is_named():
     def to_float64(x):
         return prims.convert_element_type(x, torch.float64)

@@ -2,6 +2,7 @@
 mistakes fail with a message that names the case and what went wrong."""
 import contextlib
 import json
+import re
 import types
 
 import pytest
@@ -162,6 +163,51 @@ def test_a_pointwise_loop_without_simd_is_refused(solution):
     assert failures == ["softmax rows f32[6, 40] (two pointwise bodies in one kernel): correct values, but "
                         "the row loop (x1) of a pointwise body inside the outer loop must carry "
                         "`#pragma omp simd`"]
+
+
+NESTED_SIMD_LOOP = """// kernel0
+for (int64_t x0 = 0; x0 < 3; ++x0) {{
+    float acc0 = -std::numeric_limits<float>::infinity();
+    {pragma}
+    for (int64_t r0 = 0; r0 < 4; ++r0) {{
+        for (int64_t r1 = 0; r1 < 4; ++r1) {{
+            acc0 = std::max(acc0, in_ptr0[20 * x0 + 5 * r0 + r1]);
+        }}
+    }}
+}}
+"""
+
+
+@pytest.mark.parametrize("pragma", ["#pragma omp simd reduction(max:acc0)",
+                                    "#pragma omp parallel for simd reduction(max:acc0)",
+                                    "#pragma omp for simd reduction(max:acc0)"])
+def test_simd_innermost_only_sees_every_simd_pragma(pragma):
+    pattern = a08.SIMD_INNERMOST_ONLY[0]
+    assert not re.search(pattern, NESTED_SIMD_LOOP.format(pragma=pragma))
+    innermost = NESTED_SIMD_LOOP.format(pragma="").replace("        for (int64_t r1",
+                                                             f"        {pragma}\n        for (int64_t r1")
+    assert re.search(pattern, innermost)
+    assert re.search(pattern, NESTED_SIMD_LOOP.format(pragma="#pragma omp parallel for"))  # no simd
+
+
+def test_a_parallel_simd_loop_with_a_loop_inside_is_refused(solution):
+    """`#pragma omp parallel for simd` on the outer of two reduction loops inside the outer loop
+    computes the right values, but it is a simd loop with a loop inside, as `#pragma omp simd`
+    there would be."""
+
+    def on_the_outermost_loop(body, acc, full_reduction, tracks_nan):
+        pragmas = solution["reduction_pragmas"](body, acc, full_reduction, tracks_nan)
+        if len(pragmas) > 1 and pragmas[-1]:
+            return [pragmas[-1].replace("omp simd", "omp parallel for simd")] + [None] * (len(pragmas) - 1)
+        return pragmas
+
+    body = solution["reduction_body"]  # it calls reduction_pragmas by its global name: give it ours
+    body = types.FunctionType(body.__code__, {**solution, "reduction_pragmas": on_the_outermost_loop})
+    (case,) = [case for case in a08.cases("reductions", extra=True) if a08.SIMD_INNERMOST_ONLY in case.source_checks]
+    failures = a08.check_cases([case], loop=solution["loop"], reduction_init=solution["reduction_init"],
+                               reduction_body=body)
+    assert failures == [f"{case.name}: correct values, but {a08.SIMD_INNERMOST_ONLY[1]}"]
+    assert "`#pragma omp parallel for simd`" in failures[0]
 
 
 def test_a_max_that_starts_from_zero_fails_on_negative_rows(solution):

@@ -724,6 +724,13 @@ def inplace_bool_on_input(a, b):
     return a
 
 
+@case(T(5, 5), T(5, 5))
+def inplace_matmul(t, w):
+    alias = t
+    t @= w  # operator.imatmul; a tensor has no __imatmul__: t is a new tensor, alias still the input
+    return t, alias
+
+
 @case(X)
 def python_number_arithmetic(x):
     n = x.shape[0] * 2 + x.shape[1] // 2 - 1

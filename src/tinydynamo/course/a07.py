@@ -425,10 +425,21 @@ _DEFAULT_TOLERANCE = {f16: dict(rtol=1e-3, atol=1e-5), bf16: dict(rtol=1.6e-2, a
                       f32: dict(rtol=1.3e-6, atol=1e-5), f64: dict(rtol=1e-7, atol=1e-7)}
 
 
+def _exact(dtype):
+    """Whether values of dtype are compared exactly: integers and bools (float64, which the float
+    errors are computed in, rounds an int64 beyond 2**53)."""
+    return not (dtype.is_floating_point or dtype.is_complex)
+
+
 def max_error(actual, expected):
-    """Largest |actual - expected|, where nan matches nan and inf matches inf (nan elsewhere: inf)."""
+    """Largest |actual - expected|, where nan matches nan and inf matches inf (nan elsewhere: inf);
+    for integers and bools, a Python int computed exactly."""
     if actual.numel() == 0:
         return 0.0
+    if _exact(actual.dtype) and _exact(expected.dtype):
+        wrong = actual != expected
+        pairs = zip(actual[wrong].tolist(), expected[wrong].tolist())
+        return max((abs(int(a) - int(e)) for a, e in pairs), default=0)
     a, e = actual.double(), expected.double()
     diff = torch.where((a == e) | (a.isnan() & e.isnan()), 0.0, (a - e).abs())
     return torch.where(diff.isnan(), math.inf, diff).max().item()
@@ -444,15 +455,30 @@ def ulp_error(actual, expected):
     return torch.where(same, 0.0, (a - e).abs() / spacing).max().item()
 
 
-def _difference(actual, expected, tol):
+def _difference(actual, expected, tol, reference="aten"):
     """How far actual is from expected, in words."""
     allowed = f"{tol['atol']:g} + {tol['rtol']:g} * |expected|"
+    if _exact(expected.dtype):
+        return _integer_difference(actual, expected, reference, allowed)
     text = f"max abs error {max_error(actual, expected):.3g} (allowed: {allowed})"
     if actual.dtype.is_floating_point:
         stray_nans = (actual.isnan() & ~expected.isnan()).sum().item()
         if stray_nans:
             text = f"{stray_nans} nan where aten has numbers; {text}"
     return text
+
+
+def _integer_difference(actual, expected, reference, allowed):
+    """Integers and bools, exactly: how many elements differ, the first of them with both values,
+    and the largest difference (never rounded: two int64 beyond 2**53 can be one float64)."""
+    wrong = (actual != expected).nonzero()
+    if len(wrong) == 0:
+        return f"max abs error 0 (allowed: {allowed})"
+    index = tuple(wrong[0].tolist())
+    where = f" at index {list(index)}" if index else ""
+    return (f"{len(wrong)} of {expected.numel()} element(s) differ, the first{where}: "
+            f"{actual[index].item()} where {reference} has {expected[index].item()}; "
+            f"max abs error {max_error(actual, expected)} (allowed: {allowed})")
 
 
 def compare(actual, expected, tolerance, what="the result", reference="aten"):
@@ -481,7 +507,7 @@ def compare(actual, expected, tolerance, what="the result", reference="aten"):
     try:
         torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
     except AssertionError:
-        return f"{what} differs from {reference}: {_difference(actual, expected, tol)}"
+        return f"{what} differs from {reference}: {_difference(actual, expected, tol, reference)}"
     return None
 
 

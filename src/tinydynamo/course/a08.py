@@ -313,9 +313,12 @@ PARALLEL_SUM = (r"#pragma omp parallel for simd reduction\(\+:\w+\)",
                 "a large reduction of all elements must be split over threads: `#pragma omp parallel for "
                 "simd reduction(+:<accumulator>)`")
 
-# Only the innermost loop of a nest is a simd loop: no simd loop has another loop inside.
-SIMD_INNERMOST_ONLY = (r"// kernel0(?![\s\S]*#pragma omp simd[^\n]*\n\s*for \([^\n]*\{\n\s*(?:#pragma[^\n]*\n\s*)?for \()",
-                       "a `#pragma omp simd` loop has another loop inside: only the innermost loop of the "
+# Only the innermost loop of a nest is a simd loop: no simd loop has another loop inside. A simd
+# loop is one whose pragma has `simd` in it: `#pragma omp simd` and `#pragma omp parallel for simd`.
+SIMD_INNERMOST_ONLY = (r"// kernel0(?![\s\S]*#pragma omp\b[^\n]*\bsimd\b[^\n]*\n\s*for \([^\n]*\{\n\s*"
+                       r"(?:#pragma[^\n]*\n\s*)?for \()",
+                       "a simd loop (`#pragma omp simd` or `#pragma omp parallel for simd`) has another loop "
+                       "inside: only the innermost loop of the "
                        "body's own loops (or of the reduction loops) may be a simd loop")
 NO_SIMD = (r"// kernel0(?![\s\S]*#pragma omp[^\n]*simd)",
            "an arg-reduction's loop carries a simd pragma: its result depends on the order of the "

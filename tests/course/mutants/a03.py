@@ -106,6 +106,7 @@ MUTANTS = [
            "    obj = self.pop()\n    self.push(obj.var_getattr(self, inst.argval))\n    self.push(obj)", "LOAD_METHOD",
            versions=((3, 11),)),
     Mutant("**= computed out of place", '"**=": operator.ipow,', '"**=": operator.pow,', "inplace"),
+    Mutant("@= computed out of place", '"@=": operator.imatmul,', '"@=": operator.matmul,', "inplace_matmul"),
     Mutant("LOAD_GLOBAL pushes a NULL for any argument but 0", "self.load_global(inst.argval), inst.arg & 1)",
            "self.load_global(inst.argval), inst.arg > 0)", "LOAD_GLOBAL"),
     Mutant("LOAD_CONST wraps every constant in ConstantVariable (a constant tuple is then no tuple)",
