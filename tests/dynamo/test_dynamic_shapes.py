@@ -316,6 +316,27 @@ def test_an_int_argument_becomes_dynamic_after_it_changes():
     assert tinydynamo.stats()["frames_compiled"] == 4
 
 
+def test_a_step_counter_in_a_closure_becomes_dynamic():
+    """An int in a closure cell that changes every call (``nonlocal step; step += 1``) is traced
+    as a symbol once it has changed, like an int argument: it compiled once per step, and ran
+    eagerly past the cache limit."""
+    def make():
+        step = 0
+
+        def f(x):
+            nonlocal step
+            step += 1
+            return x * step
+
+        return f
+
+    compiled, plain = tinydynamo.compile(make(), backend="aot_eager"), make()
+    for _ in range(12):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), plain(x))
+    assert tinydynamo.stats()["frames_compiled"] == 3  # steps 0 and 1 are specialised, as sizes are
+
+
 def test_resume_functions_take_sizes_as_symbols():
     def f(x):
         n = x.shape[0]

@@ -3,7 +3,8 @@
 torch.compile's policy, which tinydynamo follows:
 
 - ``dynamic=None`` (the default), *automatic dynamic*: the first compile of a frame specialises
-  every size (and every int argument, which is treated like a size). Each compile remembers the sizes of the frame's input tensors, by source, in the
+  every size (and every int argument or int in a closure cell, which is treated like a size).
+  Each compile remembers the sizes of the frame's input tensors, by source, in the
   code object's ``FrameState``. When a later call fails a guard and the frame is compiled again,
   every dimension whose size differs from one remembered is traced as a symbol from then on, so
   a frame compiles at most twice over changing sizes.

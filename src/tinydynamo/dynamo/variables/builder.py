@@ -25,7 +25,7 @@ import torch
 
 from ..exc import unsupported
 from ..guards import Guard
-from ..source import AttrSource, GetItemSource, LocalSource
+from ..source import AttrSource, ClosureSource, GetItemSource, LocalSource
 from .builtin import HANDLERS, BuiltinVariable, is_class_introspection, is_constant_method
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable, is_dict_key, key_tracker
@@ -131,7 +131,8 @@ class VariableBuilder:
     def wrap(self, value):
         if isinstance(value, torch.Tensor):
             return self.wrap_tensor(value)
-        if type(value) is int and isinstance(self.source, LocalSource):  # maybe a symbol (automatic dynamic)
+        # an int argument, or the int in a closure cell, may be a symbol (automatic dynamic)
+        if type(value) is int and isinstance(self.source, (LocalSource, ClosureSource)):
             var = self.tx.output.add_int_input(self.source, value)
             if var is not None:
                 return var
