@@ -1358,6 +1358,34 @@ def data_descriptor(x):
     return x * HOLDER.scale
 
 
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+
+class Factory:
+    """Classes kept as class attributes (transformers' time-series outputs keep
+    ``distribution_class``): read through an instance, a class is not bound to it."""
+
+    pair = collections.namedtuple("Pair", "a b")
+    scale_class = Scale
+
+    def make(self, x):
+        return self.pair(x, x * 2), self.scale_class(3).apply(x)
+
+
+FACTORY = Factory()
+
+
+@case(X)
+def classes_as_class_attributes(x):
+    pair, y = FACTORY.make(x)
+    return pair.a + pair.b + y
+
+
 @dataclasses.dataclass
 class Options:
     scale: float = 2.0

@@ -360,7 +360,7 @@ def static_attribute(tx, obj_var, value, name, source):
         # a descriptor written in Python (torch.distributions' lazy_property): its __get__ traced
         descriptor = tx.build(attr, descriptor_source(obj_var, type(value), name))
         return UserMethodVariable(getter, descriptor).call_function(tx, [obj_var, tx.build(type(value))], {})
-    if callable(attr) and obj_var.source is not None:
+    if callable(attr) and not isinstance(attr, type) and obj_var.source is not None:
         return GetAttrVariable(obj_var, name)  # a C method, a cached function...: breaks when called
     if inspect.ismethoddescriptor(attr) or inspect.isdatadescriptor(attr):
         unsupported(f"the descriptor {type(value).__name__}.{name}")
