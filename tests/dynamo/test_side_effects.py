@@ -868,3 +868,30 @@ def test_requires_grad_of_a_tensor_that_has_it_is_a_no_op():
     assert tinydynamo.explain(marks_its_input)(x).graph_break_count == 0
     assert tinydynamo.explain(marks_its_input)(x.detach()).graph_break_count == 1  # it would change the state
     assert_same(dynamo.compile(marks_its_input, backend="eager")(x), marks_its_input(x))
+
+
+class ExtendsItsPositions(torch.nn.Module):
+    """wav2vec2-conformer's relative positions: a buffer replaced by a longer tensor when an input
+    is longer than it, then read back."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pe", torch.randn(1, 4), persistent=True)
+
+    def forward(self, x):
+        if self.pe.size(1) < x.size(1):
+            self.pe = torch.arange(x.size(1), dtype=x.dtype)[None] * 0.5
+        return x + self.pe[:, : x.size(1)]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_tensor_stored_under_a_buffers_name_replaces_the_buffer(backend):
+    eager, compiled = ExtendsItsPositions(), ExtendsItsPositions()
+    compiled.load_state_dict(eager.state_dict())
+    step = tinydynamo.compile(compiled, backend=backend)
+    for n in (3, 8, 8, 6):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(step(x), eager(x))
+        torch.testing.assert_close(compiled.pe, eager.pe)
+        assert list(compiled._buffers) == ["pe"] and list(compiled.state_dict()) == ["pe"]
+    assert tinydynamo.explain(ExtendsItsPositions())(torch.randn(2, 8)).graph_break_count == 0

@@ -230,11 +230,16 @@ class NNModuleVariable(VariableTracker):
 
     def store_attr(self, tx, name, value):
         """``self.flag = value`` or ``self.cache = tensor`` in a forward: replayed after the graph
-        (``Module.__setattr__`` runs then), and read back while tracing. Parameters and modules
-        are registered by it, and so is a tensor given to a buffer's name: Unsupported."""
+        (``Module.__setattr__`` runs then), and read back while tracing. A tensor given to a
+        buffer's name replaces the buffer (wav2vec2-conformer's positions); parameters and modules,
+        which ``__setattr__`` would register, are Unsupported."""
         if isinstance(value, NNModuleVariable) and value.module is self.module._modules.get(name):
             return  # self.classifier = self.classifier.to(dtype): the same module again
         is_parameter = isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter)
+        is_buffer = name in self.module.__dict__.get("_buffers", {})
+        if is_buffer and self.source is not None and isinstance(value, TensorVariable) and not is_parameter:
+            tx.output.side_effects.store_attr(self, name, value)  # Module.__setattr__ keeps it a buffer
+            return
         if self.source is None or is_parameter or isinstance(value, NNModuleVariable) or any(
                 name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")):
             unsupported(f"assigning attribute {name!r} of {self} (a parameter, buffer or module)")
