@@ -92,7 +92,9 @@ def relu_in_place_on_an_input(x):
     return x.relu_() * 2
 
 
-def test_torch_compile_graphs_mutating_an_input_that_requires_grad_run_eagerly():
+def test_torch_compile_graphs_writing_an_activation_in_place_compile():
+    """torch._dynamo's graph writes an input that requires grad (not a leaf): AOT traces it on a
+    clone and copies the new value back where autograd sees it; no eager run."""
     torch._dynamo.reset()
     w = torch.randn(5, requires_grad=True)
     v = w.detach().clone().requires_grad_(True)
@@ -101,7 +103,7 @@ def test_torch_compile_graphs_mutating_an_input_that_requires_grad_run_eagerly()
         torch.compile(relu_in_place_on_an_input, backend="tinydynamo", dynamic=False)(w * 1).sum().backward()
     relu_in_place_on_an_input(v * 1).sum().backward()
     torch.testing.assert_close(w.grad, v.grad)
-    assert [str(w.message) for w in caught if "mutated in place" in str(w.message)]
+    assert not [w for w in caught if "tinydynamo" in str(w.message)]
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])

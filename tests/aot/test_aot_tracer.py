@@ -373,11 +373,46 @@ def test_writes_to_inputs_that_require_grad_hidden_from_autograd_compile(backend
         torch.testing.assert_close(q.grad, p.grad, msg=name)
 
 
-def test_mutating_an_input_that_requires_grad_is_unsupported_and_runs_eagerly():
+def test_writing_a_leaf_that_requires_grad_is_eagers_error():
     x = torch.randn(3, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="requires grad is mutated in place"):
+    with pytest.raises(NotImplementedError, match="leaf Variable that requires grad"):
         capture(lambda t: t.add_(1), [x], with_backward=True)
-    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):  # as eager, for a leaf
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):  # as eager
         tinydynamo.compile(lambda t: t.add_(1) * 2, backend="aot_eager")(x)
-    y = x * 1  # not a leaf: eager takes it
-    torch.testing.assert_close(tinydynamo.compile(lambda t: t.add_(1) * 2, backend="aot_eager")(y), (x + 1) * 2)
+
+
+def scales_its_activation(x):
+    x.mul_(2)
+    x[:, 0] += 1
+    return x.sin()
+
+
+def writes_after_a_recomputable_use(x, w):
+    y = (x * 2).exp() * w  # eager saves exp's output; the partitioner may save x and recompute
+    x.add_(1)
+    return y + x
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("fn", [scales_its_activation, writes_after_a_recomputable_use])
+def test_an_activation_written_in_place_is_traced(fn, backend):
+    """An input that requires grad and is not a leaf may be written in place, as in eager: the
+    graph writes a clone of it, and the new value is copied into it where autograd sees the copy.
+    One graph, no break, no eager run; values, the written input and every gradient are eager's."""
+    torch.manual_seed(0)
+    leaf, w = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+
+    def run(f):
+        x = leaf * 1
+        out = f(x, w) if fn is writes_after_a_recomputable_use else f(x)
+        (out.sum() + 3 * x.sum()).backward()  # uses of the written input after the call
+        grads = [leaf.grad, w.grad]
+        leaf.grad = w.grad = None
+        return out, x, grads
+
+    expected = run(fn)
+    tinydynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        actual = run(tinydynamo.compile(fn, backend=backend, fullgraph=True))
+    torch.testing.assert_close(actual, expected)

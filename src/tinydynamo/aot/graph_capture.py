@@ -19,6 +19,7 @@ sizes instead (``symbolic_meta_inputs``): the graphs then compute for every size
 """
 import contextlib
 import dataclasses
+import functools
 
 import torch
 import torch.fx as fx
@@ -142,10 +143,10 @@ class _OutputAnalysis:
 
 
 def _mutated_inputs(tracer, inputs):
-    """The inputs the program wrote in place. One that requires grad was written where autograd
-    does not see it, under ``no_grad`` or through ``.data`` (an EMA update, a weight clip): with
-    grad mode on, writing a leaf that requires grad raises, and the traced inputs are leaves. As
-    in eager, the uses after the write are uses of the input, and its gradient flows from them."""
+    """The inputs the program wrote in place (an activation's clone counts as the activation).
+    A leaf that requires grad was written where autograd does not see it, under ``no_grad`` or
+    through ``.data`` (an EMA update, a weight clip): with grad mode on, writing it raises. As in
+    eager, the uses after the write are uses of the input, and its gradient flows from them."""
     return [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and tracer.info(x).storage.version > 0]
 
 
@@ -208,7 +209,17 @@ def _is_data(sequence, nested=True):
         _is_data(x) if nested and isinstance(x, list) else type(x) in (int, bool) for x in sequence)
 
 
-def _run_forward(tracer, fn, inputs, with_backward):
+def _activations(inputs, traced_inputs):
+    """The traced inputs, except that an input which requires grad and is not a leaf (an
+    activation, made by autograd ops before the call) is a clone of its traced leaf, made in the
+    graph: eager lets a program write an activation in place, a leaf that requires grad it does
+    not. Gradients reach the leaf through the clone."""
+    return [x.clone() if isinstance(x, torch.Tensor) and original.requires_grad and not original.is_leaf else x
+            for x, original in zip(traced_inputs, inputs)]
+
+
+def _run_forward(tracer, fn, inputs, with_backward, prepare=list):
+    """Run ``fn`` under the tracer on ``prepare(inputs)``; return those and what ``fn`` returned."""
     # Tracing runs the program for real: restore the random number generators afterwards, so
     # the compiled program draws the same random numbers as eager would have.
     cuda_devices = sorted({x.device.index or 0 for x in inputs if _is_cuda_tensor(x)})
@@ -221,21 +232,21 @@ def _run_forward(tracer, fn, inputs, with_backward):
         # A program that switches grad on itself is traced from the grad mode it is called in.
         with (torch.set_grad_enabled(with_backward and torch.is_grad_enabled()), tracer, OneHotWithoutChecks(),
               SequenceIndicesAsTensors() if tracer.symbolic else contextlib.nullcontext()):
-            try:
-                return fn(*inputs)
-            except RuntimeError as error:
-                if "leaf Variable that requires grad" not in str(error):
-                    raise
-                # The inputs are traced as leaves; the caller's may not be (a graph break before).
-                raise NotImplementedError("tinydynamo.aot: an input that requires grad is mutated "
-                                          "in place; unsupported") from error
+            inputs = prepare(inputs)
+            return inputs, fn(*inputs)
 
 
-def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
+def _writes_a_leaf(error):
+    return isinstance(error, RuntimeError) and "leaf Variable that requires grad" in str(error)
+
+
+def capture(fn, inputs, *, with_backward, symbolic_inputs=None, cloned_activations=False):
     """Trace ``fn(*inputs)`` into a forward graph, or a joint graph if ``with_backward``.
 
     ``symbolic_inputs``, if given, has per input its symbolic version (a tensor with SymInt
-    sizes, a SymInt) or None, and the graph is traced symbolically."""
+    sizes, a SymInt) or None, and the graph is traced symbolically. A program that writes an
+    activation in place is traced again on clones of its activations (``_activations``): only
+    then, since a clone the program does not write is a copy for nothing."""
     tracer = DispatchTracer(symbolic=symbolic_inputs is not None)
     if tracer.symbolic:
         traced_inputs = symbolic_meta_inputs(inputs, symbolic_inputs, requires_grad=with_backward)
@@ -245,10 +256,19 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None):
     devices = [x.device if isinstance(x, torch.Tensor) else None for x in inputs]
     for i, (x, device) in enumerate(zip(traced_inputs, devices)):
         tracer.add_input(f"primals_{i + 1}", x, input_index=i, device=device)
-    outputs = _run_forward(tracer, fn, traced_inputs, with_backward)
+    prepare = functools.partial(_activations, inputs) if cloned_activations else list
+    try:
+        current, outputs = _run_forward(tracer, fn, traced_inputs, with_backward, prepare)
+    except RuntimeError as error:
+        if not _writes_a_leaf(error):
+            raise
+        if cloned_activations:  # a leaf of the caller's: eager raises the same error
+            raise NotImplementedError(f"tinydynamo.aot: {error}") from error
+        return capture(fn, inputs, with_backward=with_backward, symbolic_inputs=symbolic_inputs,
+                       cloned_activations=True)
     flat_outputs, output_spec = tree_flatten(outputs)
-    mutated = _mutated_inputs(tracer, traced_inputs)
-    analysis = _OutputAnalysis(tracer, traced_inputs, mutated)
+    mutated = _mutated_inputs(tracer, current)
+    analysis = _OutputAnalysis(tracer, current, mutated)
     output_infos = [analysis.classify(v) for v in flat_outputs]
     graph_outputs = analysis.graph_outputs
     input_infos = [

@@ -33,8 +33,11 @@ class CompiledFunction(torch.autograd.Function):
         ctx.runtime = runtime
         ctx.differentiable_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
         ctx.set_materialize_grads(False)  # None gradients are turned into zeros below
-        # The partitioner puts saved tensors first, then saved sizes (ints).
-        ctx.save_for_backward(*(s for s in saved if isinstance(s, torch.Tensor)))
+        # The partitioner puts saved tensors first, then saved sizes (ints). An input the program
+        # writes gets its new value after this call: the backward needs the value from before.
+        written = [args[i] for i in meta.mutated_inputs]
+        ctx.save_for_backward(*(s.clone() if any(_shares_memory(s, w) for w in written) else s
+                                for s in saved if isinstance(s, torch.Tensor)))
         ctx.saved_sizes = [s for s in saved if not isinstance(s, torch.Tensor)]
         ctx.output_shapes = [out.shape for out in graph_outputs]
         ctx.mark_non_differentiable(
@@ -73,6 +76,10 @@ class CompiledBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         raise RuntimeError("tinydynamo.aot: double backward through a compiled graph is unsupported")
+
+
+def _shares_memory(a, b):
+    return a.device == b.device and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
 def _any_requires_grad(args):
@@ -213,13 +220,19 @@ class RuntimeWrapper:
 
     def _user_outputs(self, args, graph_outputs):
         if self.meta.mutated_inputs:
-            without_grad(self._copy_back_mutations, args, graph_outputs)
+            self._copy_back_mutations(args, graph_outputs)
         bindings = bind_symbols([info.example for info in self.meta.inputs], args) if self.outputs_use_sizes else {}
         return [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
 
     def _copy_back_mutations(self, args, graph_outputs):
+        """Write the new values into the inputs the program wrote. An activation (an input that
+        requires grad, not a leaf) is written where autograd sees it, as the program's own write
+        was: later uses of it get their gradients through the graph. Other writes are not
+        differentiable (a buffer, or a leaf written under no_grad)."""
         for value, i in zip(graph_outputs, self.meta.mutated_inputs):
-            args[i].copy_(value)
+            seen = value.requires_grad and args[i].requires_grad and not args[i].is_leaf
+            with torch.set_grad_enabled(seen and torch.is_grad_enabled()):
+                args[i].copy_(value)
 
     def _run_graphs(self, args, forward):
         needs_grad = (torch.is_grad_enabled() or self.meta.enables_grad) and _any_requires_grad(args)

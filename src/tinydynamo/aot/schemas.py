@@ -97,7 +97,7 @@ class InputInfo:
                 f"tinydynamo.aot: input {index} was traced as {traced} but got {describe(arg)}; "
                 "compiled graphs are specialized to their inputs, recompile for new ones"
             )
-        if self.mutated and arg.requires_grad and torch.is_grad_enabled():
+        if self.mutated and arg.requires_grad and not self.requires_grad and torch.is_grad_enabled():
             raise RuntimeError(
                 f"tinydynamo.aot: input {index} is mutated by the graph and now requires grad; "
                 "recompile"

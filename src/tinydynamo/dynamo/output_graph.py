@@ -236,16 +236,16 @@ class OutputGraph:
         layout = symbolic_layout(self.shape_env, source, value, dims) if dims else None
         if layout is None:
             example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-            return example.requires_grad_(value.requires_grad), tensor_properties(value)
+            return autograd_like(example, value), tensor_properties(value)
         sizes, strides = layout
         for d in getattr(value, DYNAMIC_DIMS, set()) & dims:  # the user's mark_dynamic
             self.shape_env.mark_dynamic(sizes[d].node.expr, SizeSource(source, d))
         with enable_python_dispatcher():
-            example = torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta")
+            example = autograd_like(torch.empty_strided(sizes, strides, dtype=value.dtype, device="meta"), value)
         properties = tensor_properties(value)
         properties.update(shape=tuple(sym_expr(s) for s in sizes), shape_env=self.shape_env,
                           stride=tuple(sym_expr(st) if n != 1 else None for st, n in zip(strides, value.shape)))
-        return example.requires_grad_(value.requires_grad), properties
+        return example, properties
 
     def user_location(self):
         """The user's file:line being traced (where a guard on sizes was needed)."""
@@ -456,6 +456,18 @@ class OutputGraph:
         if mutates and len(tensor_sources) > 1:
             sources = tensor_sources
             self.add_guard(Guard(sources[0], "NO_ALIASING", sources))
+
+
+def autograd_like(example, value):
+    """``example`` requiring grad as ``value`` does, and, like it, not a leaf if it is not one:
+    a program may write an activation in place, not a leaf that requires grad. (The non-leaf is
+    a clone, which keeps the strides of a contiguous tensor; other layouts stay leaves.)"""
+    example.requires_grad_(value.requires_grad)
+    contiguous = value.is_contiguous() or value.is_contiguous(memory_format=torch.channels_last)
+    if value.requires_grad and not value.is_leaf and contiguous:
+        with torch.enable_grad():  # the frame may run under no_grad (an autograd.Function's forward)
+            return example.clone(memory_format=torch.preserve_format)
+    return example
 
 
 def is_mutation(node):
