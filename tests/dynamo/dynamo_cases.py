@@ -1386,6 +1386,12 @@ def classes_as_class_attributes(x):
     return pair.a + pair.b + y
 
 
+@case(X, dynamo=False)
+def legacy_tensor_constructors(x):
+    """VITS: ``torch.IntTensor([self.hidden_size])``."""
+    return x * torch.IntTensor([x.size(-1)]) + torch.FloatTensor([1.5, 2.0]).sum() + torch.LongTensor([[1], [2]]).sum()
+
+
 @dataclasses.dataclass
 class Options:
     scale: float = 2.0

@@ -1,6 +1,7 @@
 """nn.Module forward hooks and pre-hooks are inlined around ``forward``, in ``Module._call_impl``'s
 order, with eager's results and gradients and no graph break (as PyTorch's Dynamo does); backward
 hooks break the graph, and the module then runs eagerly with them."""
+import pytest
 import torch
 import torch.nn as nn
 
@@ -75,3 +76,41 @@ def test_a_backward_hook_breaks_the_graph_and_runs():
     model[2].register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(grad_out[0].shape))
     assert graph_breaks_matching_eager(model, torch.randn(5, 8)) >= 1
     assert seen
+
+
+class ScalesByDefault(nn.Module):
+    """torch_geometric's aggregations override __call__ to compute arguments for forward."""
+
+    def __call__(self, x, scale=None):
+        return super().__call__(x, scale=10.0 if scale is None else scale)
+
+    def forward(self, x, scale=1.0):
+        return x * scale
+
+
+class CallsItsOwnWay(nn.Module):
+    def __call__(self, x):  # never reaches forward
+        return x - 1
+
+    def forward(self, x):
+        return x + 1
+
+
+class UsesOverriddenCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scaled, self.own = ScalesByDefault(), CallsItsOwnWay()
+        self.scaled.register_forward_hook(lambda module, args, out: out + 0.5)
+
+    def forward(self, x):
+        return self.own(self.scaled(x + 1)) + self.scaled(x, scale=2.0)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_submodule_whose_class_overrides_call_runs_it(backend):
+    """The override is inlined; its super().__call__ runs the hooks and forward (the override was
+    skipped: forward ran with its own defaults, a silent wrong answer)."""
+    model, x = UsesOverriddenCalls(), torch.randn(3)
+    torch.testing.assert_close(tinydynamo.compile(model, backend=backend)(x), model(x))
+    explanation = tinydynamo.explain(model)(x)
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)

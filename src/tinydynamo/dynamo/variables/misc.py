@@ -29,7 +29,7 @@ from .constant import ConstantVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
-from .nn_module import NewModuleVariable
+from .nn_module import NewModuleVariable, NNModuleVariable
 from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
 
 
@@ -73,6 +73,13 @@ def overrides_construction(cls):
     return any("__init__" in vars(k) or "__new__" in vars(k) for k in cls.__mro__ if k.__module__ != "builtins")
 
 
+# The legacy tensor types, which build a CPU tensor of their dtype from a list of data.
+LEGACY_TENSOR_TYPES = {torch.FloatTensor: torch.float32, torch.DoubleTensor: torch.float64,
+                       torch.HalfTensor: torch.float16, torch.BFloat16Tensor: torch.bfloat16,
+                       torch.ByteTensor: torch.uint8, torch.CharTensor: torch.int8, torch.ShortTensor: torch.int16,
+                       torch.IntTensor: torch.int32, torch.LongTensor: torch.int64, torch.BoolTensor: torch.bool}
+
+
 class TypeVariable(VariableTracker):
     """A class. Classes are constants: ``isinstance(x, torch.Tensor)`` folds at trace time."""
 
@@ -95,6 +102,10 @@ class TypeVariable(VariableTracker):
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
+        if self.cls in LEGACY_TENSOR_TYPES and len(args) == 1 and not kwargs and isinstance(args[0], BaseListVariable):
+            # torch.IntTensor([n]) (VITS): a CPU tensor of that data and dtype, as torch.tensor makes
+            options = dict(dtype=ConstantVariable(LEGACY_TENSOR_TYPES[self.cls]), device=ConstantVariable("cpu"))
+            return TorchFunctionVariable(torch.tensor).call_function(tx, args, options)
         if is_constant_class(self.cls):
             return constant_constructor(self.cls, args, kwargs)
         if issubclass(self.cls, enum.Enum) and not kwargs and all(a.is_python_constant() for a in args):
@@ -200,6 +211,8 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in klass.__dict__:
                 attr = klass.__dict__[name]
+                if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
+                    return GetAttrVariable(self, name)  # hooks and forward: call_method
                 if isinstance(attr, types.FunctionType):
                     return UserMethodVariable(attr, self.obj)
                 if isinstance(attr, classmethod):
@@ -226,6 +239,8 @@ class SuperVariable(VariableTracker):
             return self.obj.generic_getattr(tx, args[0].as_python_constant())
         if name == "__init__" and not args and not kwargs:
             return ConstantVariable(None)
+        if name == "__call__" and isinstance(self.obj, NNModuleVariable):  # from an overriding __call__
+            return self.obj.module_call(tx, args, kwargs)
         if name in DICT_READS and isinstance(self.obj, UserDefinedObjectVariable) \
                 and isinstance(self.obj.value, dict):
             return self.obj.dict_contents(tx).call_method(tx, name, args, kwargs)

@@ -16,6 +16,7 @@ Containers (``nn.ModuleList``, ``nn.Sequential``, ``nn.ModuleDict``) can be inde
 measured and iterated; a LENGTH_CHECK guard keeps their length fixed.
 """
 import functools
+import inspect
 import operator
 import types
 
@@ -88,8 +89,19 @@ class NNModuleVariable(VariableTracker):
         return tracker if any(tracker is m for m in tx.output.side_effects.mutated) else None
 
     def call_function(self, tx, args, kwargs):
-        """``module(*args)`` as ``Module.__call__`` runs it: the forward pre-hooks, which may
-        replace the arguments, ``forward``, then the forward hooks, which may replace the result."""
+        """``module(*args)``: its class's own ``__call__`` if it overrides Module's (torch_geometric's
+        aggregations compute arguments there; its ``super().__call__`` comes back to
+        ``module_call``), else ``module_call``."""
+        call = inspect.getattr_static(type(self.module), "__call__")
+        if call is torch.nn.Module.__call__:
+            return self.module_call(tx, args, kwargs)
+        if not isinstance(call, types.FunctionType):
+            unsupported(f"{type(self.module).__name__}.__call__, which is not Python code")
+        return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+
+    def module_call(self, tx, args, kwargs):
+        """``Module.__call__``: the forward pre-hooks, which may replace the arguments,
+        ``forward``, then the forward hooks, which may replace the result."""
         module = self.module
         if any(getattr(module, h, None) for h in BACKWARD_HOOKS) or \
                 any(getattr(torch.nn.modules.module, h) for h in GLOBAL_HOOKS):
