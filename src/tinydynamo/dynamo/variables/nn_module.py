@@ -200,8 +200,7 @@ class NNModuleVariable(VariableTracker):
             source = self.source
             for part in filter(None, path.split(".")):
                 source = AttrSource(source, part)
-            owner, _, attr = path.rpartition(".")
-            swapped = swaps.get((id(self.module.get_submodule(owner)), attr))
+            swapped = swaps.get(self.member_key(path)) if swaps else None
             item = tx.build(value, source) if swapped is None else swapped
             items.append(TupleVariable([ConstantVariable(path), item]) if name.startswith("named_") else item)
         return ListIteratorVariable(items)
@@ -212,10 +211,15 @@ class NNModuleVariable(VariableTracker):
         members = getattr(self.module, "named_" + name.removeprefix("named_"))(remove_duplicate=False)
         real, swapped = [], []
         for path, tensor in members:
-            owner, _, attr = path.rpartition(".")
             real.append(id(tensor))
-            swapped.append(id(swaps.get((id(self.module.get_submodule(owner)), attr), tensor)))
+            swapped.append(id(swaps.get(self.member_key(path), tensor)))
         return not len(set(real)) == len(set(swapped)) == len(set(zip(real, swapped)))
+
+    def member_key(self, path):
+        """(id of the module that holds it, its name) for a parameter or buffer's dotted ``path``:
+        the key of ``OutputGraph.reparametrized``."""
+        owner, _, attr = path.rpartition(".")
+        return id(self.module.get_submodule(owner)), attr
 
     def swapped_in(self, named, tie):
         """{(id(owner), attribute): tracker} for ``functional_call``'s ``named`` tensors: each name
@@ -236,8 +240,7 @@ class NNModuleVariable(VariableTracker):
             for target in tied[path]:
                 if target in named and named[target] is not value:
                     unsupported(f"torch.func.functional_call with two values for the tied names {path!r}, {target!r}")
-                owner, _, attr = target.rpartition(".")
-                overrides[id(module.get_submodule(owner)), attr] = value
+                overrides[self.member_key(target)] = value
         return overrides
 
     def store_attr(self, tx, name, value):
@@ -323,8 +326,10 @@ def trace_functional_call(tx, module, tensors, args=None, kwargs=None, *, tie_we
             unsupported(f"torch.func.functional_call with {tensors} (dicts of names with no name twice)")
         named.update(table.items)
     tie = tie_weights is None or tie_weights.as_python_constant()
-    args = [] if args is None or is_none(args) else args.unpack_var_sequence(tx) \
-        if isinstance(args, TupleVariable) else [args]
+    if args is None or is_none(args):
+        args = []
+    else:  # a tuple of arguments, or the only argument
+        args = args.unpack_var_sequence(tx) if isinstance(args, TupleVariable) else [args]
     kwargs = {} if kwargs is None or is_none(kwargs) else dict(kwargs.items)
     with tx.output.reparametrizing(module.swapped_in(named, tie)):
         return module.call_function(tx, args, kwargs)

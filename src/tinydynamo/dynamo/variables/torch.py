@@ -250,8 +250,8 @@ class TorchFunctionVariable(VariableTracker):
         ``as_tensor`` or ``tensor`` converts it as ``Tensor.to`` does. Other torch functions refuse
         arrays in eager too."""
         converts = set(kwargs) <= {"dtype", "device"} and all(v.is_python_constant() for v in kwargs.values())
-        if len(args) == 1 and (self.fn is torch.from_numpy and not kwargs or converts and self.fn in (
-                torch.as_tensor, torch.asarray, torch.tensor)):
+        shares = self.fn is torch.from_numpy and not kwargs
+        if len(args) == 1 and (shares or (converts and self.fn in (torch.as_tensor, torch.asarray, torch.tensor))):
             tensor = args[0].as_tensor()
             if self.fn is torch.tensor:
                 tensor = trace_op(tx, "call_method", "clone", [tensor], {})
