@@ -1,5 +1,7 @@
 """NumPy code on tensors is traced into the graph through torch._numpy (variables/ndarray.py):
 results, their types (arrays, NumPy scalars, tensors) and dtypes match eager NumPy, with no break."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -81,3 +83,72 @@ def test_numpy_of_a_tensor_that_requires_grad_is_not_traced():
 
     with pytest.raises(RuntimeError, match="requires grad"):  # the same error as eager's
         dynamo.compile(leaves, backend="eager")(torch.ones(2, requires_grad=True))
+
+
+# --- arrays as arguments: the graph takes torch.from_numpy of each (variables/builder.py) ---------
+
+def index_with_array(x, a):
+    return x[torch.tensor(a, device=x.device, dtype=torch.long)] * 2
+
+
+def array_arithmetic(x, a):
+    b = a * 2 + 1
+    return x + torch.from_numpy(b).float(), np.mean(a), b, a.shape, a.dtype == np.float64, len(a)
+
+
+def arrays_in_containers(x, arrays, table):
+    return x * torch.from_numpy(arrays[0]) + torch.as_tensor(table["bias"]), arrays[1].T
+
+
+ARRAY_CASES = [
+    (index_with_array, lambda: (torch.randn(6, 3), np.array([0, 2, 4], dtype=np.int32))),
+    (array_arithmetic, lambda: (torch.randn(3), np.arange(3.0))),
+    (arrays_in_containers, lambda: (torch.randn(2, 3), [np.ones((2, 3), np.float32), np.arange(6.0).reshape(2, 3)],
+                                    {"bias": np.full(3, 0.5, np.float32)})),
+]
+
+
+@pytest.mark.parametrize("fn, make_args", ARRAY_CASES, ids=[fn.__name__ for fn, _ in ARRAY_CASES])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_an_array_argument_is_a_graph_input(fn, make_args, backend):
+    args = make_args()
+    same(dynamo.compile(fn, backend=backend)(*args), fn(*args))
+    explanation = tinydynamo.explain(fn)(*args)
+    assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)  # torch._dynamo: the same
+
+
+def test_an_array_argument_written_in_place_is_the_same_array():
+    def bump(a, x):
+        a += x.numpy()
+        return a
+
+    a = np.zeros(3, np.float32)
+    out = dynamo.compile(bump, backend="inductor")(a, torch.ones(3))
+    assert out is a and a.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_an_array_argument_is_guarded_as_its_tensor():
+    """A new dtype, size or layout recompiles; a list in its place runs the frame again too."""
+    def total(a):
+        return torch.as_tensor(a).sum() * 2
+
+    compiled = dynamo.compile(total, backend="inductor")
+    for a in [np.arange(4.0), np.arange(5, dtype=np.float32), np.arange(6.0).reshape(2, 3).T, np.arange(7),
+              [1.0, 2.0]]:
+        assert compiled(a).item() == total(a).item()
+    assert type(compiled(np.arange(3, dtype=np.int16))) is torch.Tensor
+
+
+def test_an_array_torch_cannot_share_is_left_to_python():
+    """A read-only array (torch.from_numpy would warn on every call) or one in another byte order
+    (it raises) is not a graph input: the frame uses it as a Python object, as eager does."""
+    def first(a, x):
+        return x * len(a) + float(a[1])
+
+    read_only = np.arange(2.0)
+    read_only.flags.writeable = False
+    x = torch.ones(2, dtype=torch.float64)
+    for a in [read_only, np.arange(2.0).astype(">f8")]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # eager's own warning for the read-only array
+            assert torch.equal(dynamo.compile(first, backend="eager")(a, x), first(a, x))

@@ -35,7 +35,7 @@ import torch
 
 from ..symbolic_shapes import to_python
 from ..utils import contiguous_strides
-from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
+from .source import ClosureSource, GetItemSource, GlobalSource, LocalSource, NumpyTensorSource, Source
 
 AUTOCAST_DEVICES = ("cpu", "cuda")
 # Tensor types whose is_cpu and is_contiguous() are torch's own (a subclass may redefine them).
@@ -134,6 +134,8 @@ class GuardBuilder:
                 expression = f"{cell}.cell_contents"
             elif isinstance(source, GlobalSource):
                 expression = key
+            elif isinstance(source, NumpyTensorSource):
+                expression = f"{self.const(torch.from_numpy)}({self.local(source.base)})"
             elif isinstance(source, GetItemSource):  # a key that has no literal (an enum member) is a constant
                 expression = source.child_expression(self.local(source.base), self.const(source.index))
             else:

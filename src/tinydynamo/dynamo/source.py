@@ -18,6 +18,8 @@ import dataclasses
 import keyword
 import re
 
+import torch
+
 
 @dataclasses.dataclass(frozen=True)
 class Source:
@@ -154,6 +156,26 @@ class DictGetItemSource(GetItemSource):
         self.base.reconstruct(codegen)
         codegen.load_const(self.index)
         codegen.call(2)
+
+
+@dataclasses.dataclass(frozen=True)
+class NumpyTensorSource(Source):
+    """``torch.from_numpy(base)``: the tensor sharing memory with the NumPy array at ``base``. An
+    array argument is a graph input through it, and its guards check that tensor."""
+
+    base: Source
+
+    def name(self):
+        return f"torch.from_numpy({self.base.name()})"
+
+    def reconstruct(self, codegen):
+        codegen.load_const(torch.from_numpy, push_null=True)
+        self.base.reconstruct(codegen)
+        codegen.call(1)
+
+    @property
+    def depth(self):
+        return self.base.depth + 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,12 +20,14 @@ import enum
 import functools
 import os
 import types
+import warnings
 
+import numpy as np
 import torch
 
 from ..exc import unsupported
 from ..guards import Guard
-from ..source import AttrSource, ClosureSource, GetItemSource, LocalSource
+from ..source import AttrSource, ClosureSource, GetItemSource, LocalSource, NumpyTensorSource
 from .builtin import HANDLERS, BuiltinVariable, is_class_introspection, is_constant_method
 from .constant import ConstantVariable, RangeVariable, SliceVariable, is_constant_value
 from .dicts import ConstDictVariable, is_dict_key, key_tracker
@@ -38,7 +40,7 @@ from .misc import (
     TypeVariable,
     UserDefinedObjectVariable,
 )
-from .ndarray import NUMPY_NAMES, NumpyFunctionVariable
+from .ndarray import NUMPY_NAMES, NumpyFunctionVariable, NumpyNdarrayVariable
 from .nn_module import NNModuleVariable
 from .pytree import PytreeFunctionVariable
 from .sets import SetVariable
@@ -152,6 +154,8 @@ class VariableBuilder:
             return self.wrap_grad_mode_exit(value)
         if value is os.environ:
             return EnvironVariable()
+        if type(value) is np.ndarray and self.source is not None and self.is_shareable_array(value):
+            return self.wrap_ndarray(value)
         if isinstance(value, torch.nn.Module):
             if self.source is None:
                 unsupported(f"an nn.Module ({type(value).__name__}) reached without a source")
@@ -169,6 +173,26 @@ class VariableBuilder:
         if value.is_sparse or value.layout != torch.strided:
             unsupported(f"tensors with layout {value.layout}")
         return self.tx.output.add_input(self.source, value)
+
+    def wrap_ndarray(self, value):
+        """A NumPy array argument: the graph takes ``torch.from_numpy`` of it (the same memory) as
+        an input, guarded as that tensor is, and Python keeps seeing the array."""
+        self.guard("TYPE_MATCH", np.ndarray)
+        tensor_var = self.tx.output.add_input(NumpyTensorSource(self.source), torch.from_numpy(value))
+        return NumpyNdarrayVariable(tensor_var.proxy, tensor_var.example_value, tensor_var.device,
+                                    source=self.source, python_cls=np.ndarray)
+
+    @staticmethod
+    def is_shareable_array(value):
+        """Whether ``torch.from_numpy`` shares the array's memory quietly: a dtype torch has, native
+        byte order, and writable (for a read-only array it warns on every call)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                torch.from_numpy(value)
+        except (TypeError, ValueError, UserWarning):
+            return False
+        return True
 
     def wrap_sequence(self, value):
         self.guard("TYPE_MATCH", type(value))

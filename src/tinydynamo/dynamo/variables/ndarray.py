@@ -99,6 +99,8 @@ def numpy_op(tx, op, args, kwargs):
 
 
 def as_arrays(var, scalar_if_0d):
+    if isinstance(var, NumpyNdarrayVariable) and not var.scalar:  # ``a += 1``, ``np.asarray(a)``: a itself
+        return var
     if isinstance(var, TensorVariable):
         array = NumpyNdarrayVariable.of(var)
         array.scalar = scalar_if_0d and array.example_value.dim() == 0
@@ -138,11 +140,14 @@ class NumpyNdarrayVariable(TensorVariable):
         """``torch.from_numpy(array)``: the tensor behind it."""
         if self.scalar:
             unsupported("torch.from_numpy of a NumPy scalar (TypeError in eager)")
+        return self.tensor()
+
+    def tensor(self):
         return TensorVariable(self.proxy, self.example_value, self.device)
 
     def var_getattr(self, tx, name):
-        if name == "dtype":
-            unsupported("ndarray.dtype (NumPy dtypes are not traced)")
+        if name == "dtype":  # fixed while tracing: the tensor's, in NumPy's terms
+            return ConstantVariable(torch.empty(0, dtype=self.example_value.dtype).numpy().dtype)
         if callable(getattr(tnp.ndarray, name, None)):
             return GetAttrVariable(self, name)
         if not hasattr(tnp.ndarray, name):
@@ -150,6 +155,8 @@ class NumpyNdarrayVariable(TensorVariable):
         return numpy_op(tx, NumpyOp(name, "attribute"), [self], {})
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "__len__" and self.example_value.dim() > 0:  # its first size, symbolic or not
+            return self.tensor().call_method(tx, "size", [ConstantVariable(0)], {})
         if name in ("__len__", "__bool__", "item", "tolist", "tobytes"):
             unsupported(f"ndarray.{name}() (it leaves the graph)")
         if name == "__getitem__":
