@@ -273,3 +273,23 @@ def test_list_indices_are_traced_with_symbolic_sizes_not_run_eagerly():
             x = torch.randn(batch, 3, 5)
             assert_close(compiled(x), _list_indices(x))
     assert tinydynamo.stats()["frames_compiled"] == 1
+
+
+def writes_a_row_of_a_transposed_sum(bias, row, table):
+    total = row + table  # strides of table.t(): autograd's backward of the write restrides a transposed view
+    total[0] = 1
+    return bias + total
+
+
+def test_a_write_into_a_transposed_activation_trains_with_symbolic_sizes():
+    """Found by the fuzzer: the tracer asked a symbolic meta tensor for its memory order by running
+    permute inside its own dispatch, which torch rejects with an internal assert."""
+    compiled = tinydynamo.compile(writes_a_row_of_a_transposed_sum, dynamic=True)
+    for n in (2, 4, 5):
+        inputs = [torch.tensor(-0.25), torch.tensor([-1.5]), torch.randn(n, n).t()]
+        ours = [x.clone().requires_grad_() for x in inputs]
+        theirs = [x.clone().requires_grad_() for x in inputs]
+        compiled(*ours).sum().backward()
+        writes_a_row_of_a_transposed_sum(*theirs).sum().backward()
+        for a, b in zip(ours, theirs):
+            assert_close(a.grad, b.grad)

@@ -172,7 +172,12 @@ def memory_order(tensor):
     contiguous (for a transposed tensor, say). None when no order is: a tensor with gaps between
     its elements, or elements that share memory."""
     order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
-    return order if tensor.permute(order).is_contiguous() else None
+    expected = 1  # what permute(order).is_contiguous() checks, from the strides alone: no op is
+    for d in reversed(order):  # run inside the tracer's dispatch (its sizes may be symbolic)
+        if tensor.shape[d] != 1 and tensor.stride(d) != expected:
+            return order if tensor.numel() == 0 else None
+        expected *= tensor.shape[d]
+    return order
 
 
 def as_strided_arguments(tensor, size, stride, storage_offset=None):
