@@ -157,13 +157,14 @@ def dynamo_counts(case):
 
 
 def tinydynamo_counts(case):
+    """(graph count, every break listed), to compare with the breaks Dynamo logs."""
     args, kwargs = case.make_inputs()
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             explanation = dynamo.explain(case.fn)(*args, **kwargs)
         except Exception:  # noqa: BLE001 -- the cases that raise in eager too
             return "raised"
-    return explanation.graph_count, explanation.graph_break_count
+    return explanation.graph_count, len(explanation.break_reasons)
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +192,39 @@ def test_counts_differ_from_torch_dynamo_only_where_listed(case, counts):
             assert ours != theirs, f"{case.name} agrees with torch._dynamo now: remove it from DYNAMO_DIFFERENCES"
     else:
         assert ours == theirs, f"tinydynamo (graphs, breaks) = {ours}, torch._dynamo = {theirs}"
+
+
+def explain_break_counts(case):
+    """graph_break_count of tinydynamo.explain and of torch._dynamo.explain (which is its graph
+    count less one)."""
+    args, kwargs = case.make_inputs()
+    counts = []
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for explain in (dynamo.explain, torch._dynamo.explain):
+            torch._dynamo.reset()
+            try:
+                counts.append(explain(case.fn)(*args, **kwargs).graph_break_count)
+            except Exception:  # noqa: BLE001 -- the cases that raise in eager too
+                counts.append("raised")
+    return counts
+
+
+def test_break_counts_agree_with_torch_dynamo_explain_on_most_cases():
+    """A break with no op before it (a print at the top) cuts no graph, and neither explain counts
+    it. Dynamo's count is its graph count less one, which also hides a break after the last op;
+    tinydynamo's counts every break that cut a graph, so it is never lower on these cases."""
+    table = {case.name: explain_break_counts(case) for case in CASES}
+    agree = [name for name, (ours, theirs) in table.items() if ours == theirs]
+    print(f"graph_break_count agrees with torch._dynamo.explain on {len(agree)}/{len(table)} cases")
+    assert len(agree) >= 0.7 * len(table)
+
+
+def test_a_break_before_any_op_is_listed_not_counted(capsys):
+    explanation = dynamo.explain(graph_break_cases.print_first)(torch.ones(2))
+    (reason,) = explanation.break_reasons
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0 and not reason.counted
+    assert "no graph was cut, not counted" in str(explanation)
 
 
 def test_every_listed_difference_is_a_case():
@@ -419,12 +453,13 @@ def test_fullgraph_names_the_line_inside_an_inlined_function():
 
 def test_explain_counts_graphs_and_breaks_with_the_users_lines(capsys):
     explanation = dynamo.explain(graph_break_cases.breaks_in_an_inlined_function)(torch.ones(2))
-    assert (explanation.graph_count, explanation.graph_break_count) == (3, 2)
+    # the break in the helper's own frame is its first instruction: it cut no graph there
+    assert (explanation.graph_count, explanation.graph_break_count) == (3, 1)
     helper = graph_break_cases.helper_that_prints.__code__
     helper_line = helper.co_firstlineno + 1
     assert [(r.filename, r.lineno) for r in explanation.break_reasons] == \
         [(helper.co_filename, helper_line)] * 2  # at the call site, then in the helper's frame
-    assert "Graph break count: 2" in str(explanation) and "print() (a side effect)" in str(explanation)
+    assert "Graph break count: 1" in str(explanation) and "print() (a side effect)" in str(explanation)
 
 
 def test_a_logger_call_breaks_at_the_users_line(capsys):

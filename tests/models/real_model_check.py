@@ -164,14 +164,15 @@ def explain_counts(explain, model, args, kwargs):
 
     torch._dynamo's ``graph_break_count`` is only ``graph_count - 1`` and its reasons are
     deduplicated, so its breaks are counted where Dynamo logs them instead (``log_graph_break``:
-    once per break, the ones that make it skip a frame included), as tinydynamo counts its own."""
+    once per break, the ones that make it skip a frame included), and tinydynamo's are all the
+    breaks it lists (its ``graph_break_count`` leaves out the ones with no op before them)."""
     model, args, kwargs = copy.deepcopy((model, args, kwargs))
     logged = []
     with torch.no_grad(), counting_dynamo_breaks(logged):
         result = explain(model.eval())(*args, **kwargs)
     if explain is torch._dynamo.explain:
         return dict(graph_count=result.graph_count, graph_break_count=len(logged), break_reasons=logged)
-    return dict(graph_count=result.graph_count, graph_break_count=result.graph_break_count,
+    return dict(graph_count=result.graph_count, graph_break_count=len(result.break_reasons),
                 break_reasons=[_break_reason(r) for r in result.break_reasons])
 
 

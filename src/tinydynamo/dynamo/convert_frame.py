@@ -82,6 +82,7 @@ class CompiledFrame:
     code: object  # the transformed code object
     guard: object  # the guard function (with .source)
     graph_break: Unsupported | None = None  # why the graph was broken, if it was (chapter 5)
+    graph_cut: bool = False  # whether a graph was compiled at the break: ops came before it
 
 
 def dis_text(code):
@@ -110,7 +111,7 @@ def translate(func, args, backend, one_graph=False, dynamic=None, nested=False):
     guard = GuardBuilder(code.co_varnames[:len(args)], code.co_freevars, func.__globals__).build(output.guards)
     trace_artifact("bytecode", lambda: f"transformed bytecode of {describe(code)}\n{dis_text(new_code)}")
     trace_artifact("guards", lambda: f"guards of {describe(code)}\n{guard.source}")
-    return CompiledFrame(new_code, guard, tracer.graph_break)
+    return CompiledFrame(new_code, guard, tracer.graph_break, tracer.graph_cut)
 
 
 def trace(func, args, backend, one_graph, dynamic, nested, break_at=None):

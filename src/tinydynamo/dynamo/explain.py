@@ -4,7 +4,8 @@ and 5)
 It runs ``fn`` once under a fresh callback whose backend only records the graphs, then reports
 how many graphs were captured, every graph break (the reason, and the ``file:line`` of the
 user's code where it happened; also the breaks that made a whole frame run eagerly), and the
-source of each guard function.
+source of each guard function. As in ``torch._dynamo.explain``, a break with no op before it
+(a ``print`` at the top of the function) cut no graph: it is listed but not counted.
 
 A graph counts once for every time the backend compiles one. A frame that forks
 (``torch.jit.fork``, see ``fork_join``) gives several without any graph break: each forked
@@ -25,16 +26,22 @@ class BreakReason:
     lineno: int | None  # library, the user's call that led there)
     user_stack: list  # [(filename, lineno, function name)], outermost first
     frame_ran_eagerly: bool = False  # the graph could not break there: the whole frame ran as Python
+    graph_cut: bool = True  # False: no op came before the break (a print at the top), so no graph was cut
 
     @classmethod
-    def from_error(cls, error, frame_ran_eagerly):
+    def from_error(cls, error, frame_ran_eagerly, graph_cut):
         users = [frame for frame in error.user_stack if library_file(frame[0]) is None]
         filename, lineno, _ = (users or error.user_stack or [(None, None, None)])[-1]
-        return cls(error.reason, filename, lineno, error.user_stack, frame_ran_eagerly)
+        return cls(error.reason, filename, lineno, error.user_stack, frame_ran_eagerly, graph_cut)
+
+    @property
+    def counted(self):
+        return self.graph_cut or self.frame_ran_eagerly
 
     def __str__(self):
         eager = " [the frame ran eagerly]" if self.frame_ran_eagerly else ""
-        return f"{self.reason} ({self.filename}:{self.lineno}){eager}"
+        uncut = "" if self.counted else " [no op before it: no graph was cut, not counted]"
+        return f"{self.reason} ({self.filename}:{self.lineno}){eager}{uncut}"
 
 
 @dataclasses.dataclass
@@ -50,7 +57,9 @@ class ExplainOutput:
 
     @property
     def graph_break_count(self):
-        return len(self.break_reasons)
+        """The breaks that cut a graph in two, or made a frame run eagerly, as torch._dynamo's
+        explain counts them: a break with no op before it is listed, not counted."""
+        return sum(reason.counted for reason in self.break_reasons)
 
     @property
     def ops_per_graph(self):
@@ -86,8 +95,9 @@ def explain(fn):
             out = with_callback(fn, callback)(*args, **kwargs)
         finally:
             callback.forget()
-        resumed = {id(frame.graph_break) for frame in callback.compiled}
-        reasons = [BreakReason.from_error(e, id(e) not in resumed) for e in callback.break_reasons]
+        resumed = {id(frame.graph_break): frame.graph_cut for frame in callback.compiled}
+        reasons = [BreakReason.from_error(e, id(e) not in resumed, resumed.get(id(e), True))
+                   for e in callback.break_reasons]
         return ExplainOutput(graphs, reasons, [frame.guard.source for frame in callback.compiled], out)
 
     return run

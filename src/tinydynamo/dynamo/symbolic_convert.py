@@ -854,6 +854,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.one_graph = one_graph
         self.break_at = break_at  # the RestartAnalysis of the previous attempt, or None
         self.graph_break = None  # the Unsupported error this trace broke the graph for
+        self.graph_cut = False  # whether a graph was compiled at that break (ops came before it)
 
     def RETURN_VALUE(self, inst):
         if not self.output.has_computation() and self.break_at is None:
@@ -961,6 +962,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             raise cannot_break(reason, e.reason) from None
         counters["graph_breaks"] += 1
         self.graph_break = reason
+        self.graph_cut = self.output.has_computation()
         trace_artifact("graph_breaks", lambda: f"graph break in {self.code.co_qualname} at "
                        f"{reason.filename}:{reason.lineno}: {reason.reason}")
         self.output_instructions = instructions
