@@ -594,6 +594,22 @@ gradients_through_a_break = case(G)(graph_breaks.gradients_through_a_break)
 
 
 @case(X)
+def alias_of_a_rebound_argument(x):
+    y = x  # y is read from the argument x, which the frame stores a new value into at the break
+    x = x * 10
+    print("rebound")
+    return x + y
+
+
+@case(X)
+def item_of_a_rebound_argument(pair):
+    first, second = pair, pair[1]  # second is read from an item of the argument
+    pair = pair[0] * 2
+    print("rebound")
+    return pair + second + first[2]
+
+
+@case(X)
 def reads_global_after_break(x):
     print("global next")
     return x * SCALE
@@ -791,6 +807,26 @@ MODELS["residual"] = ResidualBlock()
 @case(X)
 def module_with_a_residual(x):
     return MODELS["residual"](x)
+
+
+class ResidualKeptBeforeRebinding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 5)
+
+    def forward(self, x):
+        residual = x
+        x = self.fc(x)
+        print("rebound residual")
+        return x + residual
+
+
+MODELS["rebound_residual"] = ResidualKeptBeforeRebinding()
+
+
+@case(X)
+def module_keeping_a_residual_across_a_break(x):
+    return MODELS["rebound_residual"](x)
 
 
 @case(G)

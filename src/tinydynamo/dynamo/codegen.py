@@ -32,6 +32,7 @@ class PyCodegen:
         self.graph_output_local = "___graph_outputs"  # the local holding the graph's output tuple
         self.rebuilt = {}  # list or dict built by the frame -> the local that holds it once rebuilt
         self.temporaries = 0  # how many ___tmp locals new_local has handed out
+        self.saved_arguments = {}  # argument name -> the temporary holding its value on entry
 
     def __call__(self, var):
         """Emit code that pushes the value ``var`` stands for."""
@@ -73,6 +74,17 @@ class PyCodegen:
         """A fresh local of the transformed frame, for a value kept between two steps."""
         self.temporaries += 1
         return f"___tmp{self.temporaries}"
+
+    def save_argument(self, name):
+        """Keep the frame's argument ``name`` in a temporary before the code stores a new value in
+        it; ``load_argument`` then reads the kept value."""
+        self.saved_arguments[name] = self.new_local()
+        self.load_fast(name)
+        self.store_fast(self.saved_arguments[name])
+
+    def load_argument(self, name):
+        """The value the frame's argument ``name`` had on entry (what a LocalSource names)."""
+        self.load_fast(self.saved_arguments.get(name, name))
 
     def load_fast(self, name):
         self.append("LOAD_FAST", argval=name)

@@ -52,7 +52,7 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def reconstruct(self, codegen):
-        codegen.load_fast(self.local_name)
+        codegen.load_argument(self.local_name)
 
 
 @dataclasses.dataclass(frozen=True)

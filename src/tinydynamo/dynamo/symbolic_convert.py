@@ -850,6 +850,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.cells = {name: CellVariable.existing(self, cell, ClosureSource(name))
                       for name, cell in zip(code.co_freevars, func.__closure__ or ())}
         self.unread_args = dict(zip(code.co_varnames, args))
+        self.argnames = code.co_varnames[:len(args)]
         self.output_instructions = None
         self.one_graph = one_graph
         self.break_at = break_at  # the RestartAnalysis of the previous attempt, or None
@@ -1096,12 +1097,16 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def store_locals(self, codegen, names):
         """Store the live locals whose value changed into the real locals of the transformed
-        frame (values reached twice, like ``ys = xs``, are rebuilt once: see PyCodegen)."""
-        for name in names:
-            value = self.local_value(name)
-            if value is UNREAD or value.source == LocalSource(name):
-                continue  # the real local still holds it
-            codegen(value)
+        frame (values reached twice, like ``ys = xs``, are rebuilt once: see PyCodegen). An
+        argument about to be overwritten is first kept in a temporary: what the frame read from
+        it (``residual = x`` before ``x = self.lin(x)``) is rebuilt from the value it had."""
+        changed = [name for name in names
+                   if self.local_value(name) is not UNREAD and self.local_value(name).source != LocalSource(name)]
+        for name in changed:
+            if name in self.argnames:
+                codegen.save_argument(name)
+        for name in changed:
+            codegen(self.local_value(name))
             codegen.store_fast(name)
 
     def stack_after(self, inst, kept):
