@@ -242,3 +242,32 @@ def test_a_partitioner_that_delegates_is_refused():
     [failure] = a06.check_min_cut_partition(delegates, ["mlp"])
     assert failure.startswith("mlp: your partitioner raised ForbiddenCallError (in delegates, line ")
     assert "min_cut_rematerialization_partition, the reference's own answer" in failure
+
+
+def min_cut_with_cheap_random_ops(joint_gm, num_fwd_outputs):
+    """The solution's min-cut, with random ops left to the cut like cheap ones."""
+    may_recompute = a06.may_recompute
+    a06.may_recompute = lambda node: may_recompute(node) or (
+        isinstance(node.target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in node.target.tags)
+    try:
+        return min_cut_rematerialization_partition(joint_gm, num_fwd_outputs)
+    finally:
+        a06.may_recompute = may_recompute
+
+
+def test_a_random_op_recomputed_from_a_value_saved_anyway_is_caught():
+    failures = a06.check_random_ops(min_cut_with_cheap_random_ops)
+    assert failures and all(f.startswith("noise_branch: ") for f in failures)
+    assert failures[-1].startswith("noise_branch: the backward graph runs the random op(s) ['aten.rand_like.default']")
+
+
+def test_a_partitioner_that_loops_forever_is_stopped_and_named(monkeypatch):
+    def loops(joint_gm, num_fwd_outputs):
+        while True:
+            pass
+
+    monkeypatch.setattr(a06, "TIME_LIMIT", 0.5)
+    failures = a06.check_default_partition(loops, ["mlp", "norm_act"])
+    assert [f.split(":")[0] for f in failures] == ["mlp", "norm_act"]
+    assert all("your partitioner raised LearnerTimeout (in loops, line " in f
+               and f.endswith("your partitioner ran past its time limit of 0.5 s (an infinite loop?)") for f in failures)

@@ -126,12 +126,19 @@ def test_a_symbol_for_a_size_one_is_refused(solution):
                               "(3, 1)>, is_module_state=False) returned [0, 1]: dimension(s) [1] have size [1]")
 
 
+def loop_forever():
+    while True:
+        pass
+
+
 @pytest.mark.parametrize("bounds, message", [
     (lambda expr: 1 / 0, "bounds(s0) raised ZeroDivisionError (in <lambda>"),
     (lambda expr: None, "bounds(s0) returned None: return (lo, hi)"),
     (lambda expr: (5, 2), "bounds(s0) returned (5, 2): not an interval"),
-], ids=["raises", "none", "reversed"])
-def test_errors_name_the_expression(bounds, message):
+    (lambda expr: loop_forever(), "bounds(s0) raised LearnerTimeout (in loop_forever, line "),
+], ids=["raises", "none", "reversed", "loops"])
+def test_errors_name_the_expression(bounds, message, monkeypatch):
+    monkeypatch.setattr(a10, "TIME_LIMIT", 0.5)
     failures = a10.check_bounds(bounds, [s0])
     assert len(failures) == 1 and message in failures[0]
     [in_dynamo, *_] = a10.check_range_analysis(bounds, None, [a10.CASES["halves"]])
@@ -148,6 +155,12 @@ def test_a_history_that_raises_is_named(solution):
 
     [failure] = a10.check_policy(Broken, solution["dims_to_trace"], [a10.CASES["batch_sizes"]])
     assert failure.startswith("batch_sizes: SizeHistory.update(\"L['x']\", (4, 5)) raised KeyError")
+
+
+def test_a_policy_that_returns_none_is_told_what_to_return(solution):
+    [failure] = a10.check_policy(solution["SizeHistory"], lambda *args: None, [a10.CASES["batch_sizes"]])
+    assert failure == ("batch_sizes: dims_to_trace(None, history, \"L['x']\", <tensor of shape (4, 5)>, "
+                       "is_module_state=False) returned None: return a set of dimensions (ints)")
 
 
 def test_delegation_is_refused():

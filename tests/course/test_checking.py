@@ -5,8 +5,8 @@ import types
 import pytest
 
 from tinydynamo.course.checking import (
-    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, Mutant, StaleMutant, call_learner, grade_cells, hidden_table,
-    mutate, no_delegation, not_run, report,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, LearnerTimeout, Mutant, StaleMutant, call_learner, grade_cells,
+    hidden_table, mutate, no_delegation, not_run, report, time_limit,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -207,3 +207,22 @@ def test_a_hidden_table_refuses_its_entries_in_every_copy_of_its_module_and_come
 def test_course_modules_export_no_reference_answers(name):
     module = importlib.import_module(f"tinydynamo.course.{name}")
     assert not [attr for attr in vars(module) if attr.startswith("reference_")]
+
+
+def test_a_learner_time_limit_stops_a_loop_and_gives_back_the_enclosing_limit():
+    with pytest.raises(LearnerTimeout, match="the call ran past its time limit of 0.2 s"):
+        with time_limit(0.2, "the call"):
+            while True:
+                pass
+    looping = Cell("while True:\n    pass\n", "test_loop", points=1)
+    checked = Cell("from tinydynamo.course.checking import LearnerTimeout, time_limit\n"
+                   "try:\n    with time_limit(0.2, 'it'):\n        while True:\n            pass\n"
+                   "except LearnerTimeout:\n    pass\n"
+                   "while True:\n    pass\n", "test_inner_then_loop", points=1)
+    # a cell's limit still ends a loop that a checker's `except Exception` would swallow, and an inner
+    # limit hands the cell's limit back when it ends
+    [swallowed] = grade_cells([Cell("try:\n    while True:\n        pass\nexcept Exception:\n    pass\n",
+                                    "test_swallow", points=1)], timeout=0.5)
+    assert swallowed.score == 0 and "CellTimeout" in swallowed.message
+    results = grade_cells([looping, checked], timeout=0.5)
+    assert [r.score for r in results] == [0, 0] and all("CellTimeout" in r.message for r in results)

@@ -34,7 +34,13 @@ from ..dynamo.variables.constant import is_constant_value
 from ..dynamo.variables.torch import is_torch_callable  # noqa: F401 (a helper for learners)
 from ..testing.models import ZOO, make  # noqa: F401 (make: for learners)
 from .a02 import difference, learner_location, user_module
-from .checking import call_learner, no_delegation
+from .checking import call_learner, no_delegation, time_limit
+
+# Seconds one call of the learner's guards_for may run (it takes microseconds): past it, an infinite
+# loop is reported as a failure of the case that ran it, and the later cases of the test are not run
+# (each would wait as long), so that the test names the case instead of running past nbgrader's limit.
+TIME_LIMIT = 10
+TIMED_OUT = "ran past its time limit"
 
 # The guard kinds that describe one value (the others are installed by the reference itself:
 # global state, duplicated and aliased tensors).
@@ -70,8 +76,9 @@ def learner_guards(guards_for, source, value):
     """``guards_for(source, value)`` as a checked list of Guard objects on ``source``."""
     where = f"guards_for({source.name()}, <{type(value).__name__} value>)"
     try:
-        guards = call_learner(guards_for, source, value)
-    except Exception as e:  # noqa: BLE001 - reported with the case that triggered it
+        with time_limit(TIME_LIMIT, "it"):
+            guards = call_learner(guards_for, source, value)
+    except Exception as e:  # noqa: BLE001 - reported with the case that triggered it (a LearnerTimeout too)
         raise GuardsError(f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
     if not isinstance(guards, (list, tuple)):
         raise GuardsError(f"{where} returned {guards!r}: return a list of Guard objects")
@@ -101,12 +108,44 @@ def guard_problem(guard, source):
     if guard.kind == "TENSOR_MATCH" and not (isinstance(guard.value, dict)
                                              and set(TENSOR_MATCH_KEYS) <= set(guard.value)):
         return f"a TENSOR_MATCH value is a dict with the keys {', '.join(TENSOR_MATCH_KEYS)}"
+    if guard.kind == "TENSOR_MATCH":
+        return tensor_match_problem(guard.value)
     if guard.kind == "TYPE_MATCH" and not isinstance(guard.value, type):
         return "a TYPE_MATCH value is the type the value must have"
     if guard.kind == "LENGTH_CHECK" and type(guard.value) is not int:
         return "a LENGTH_CHECK value is the length, an int"
     if guard.kind == "DICT_KEYS" and not isinstance(guard.value, (list, tuple)):
         return "a DICT_KEYS value is the list of keys, in order"
+    return None
+
+
+def _ints(value):
+    return isinstance(value, tuple) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+
+
+# What each property of a TENSOR_MATCH must be: the check compares it with the tensor's own (with
+# ``is`` or ``==``), so a value of another kind (a list for the shape, "cpu" for the device) never
+# matches and every call would recompile, with a check that does not show why.
+TENSOR_MATCH_TYPES = {
+    "type": (lambda v: isinstance(v, type) and issubclass(v, torch.Tensor), "a subclass of torch.Tensor"),
+    "dtype": (lambda v: isinstance(v, torch.dtype), "a torch.dtype"),
+    "device": (lambda v: isinstance(v, torch.device), "a torch.device"),
+    "shape": (_ints, "a tuple of ints"),
+    "stride": (_ints, "a tuple of ints"),
+    "requires_grad": (lambda v: isinstance(v, bool), "a bool"),
+}
+
+
+def tensor_match_problem(properties):
+    """Why a TENSOR_MATCH value cannot match a tensor's own properties, or None."""
+    wrong = [f"{key} is {properties[key]!r} ({type(properties[key]).__name__}), not {what}"
+             for key, (ok, what) in TENSOR_MATCH_TYPES.items() if not ok(properties[key])]
+    if wrong:
+        return ("no tensor can match this TENSOR_MATCH: " + "; ".join(wrong)
+                + " (the check compares each with the tensor's own)")
+    if len(properties["stride"]) != len(properties["shape"]):
+        return (f"no tensor can match this TENSOR_MATCH: its stride {properties['stride']} and its shape "
+                f"{properties['shape']} differ in length (a tensor has one stride per dimension, size 1 too)")
     return None
 
 
@@ -272,6 +311,14 @@ TENSOR_CASES = [
         ("x = torch.randn(4, dtype=torch.bfloat16)", RECOMPILE),
         ("x = torch.randn(4)", RECOMPILE),
     ]),
+    Case("batch_of_one", """
+        def first_row(x):
+            return x.squeeze(0) * 2
+    """, "first_row", "x = torch.randn(1, 3)", "x", [
+        ("x = torch.randn(1, 3)", HIT),  # a size-1 dimension has a stride too
+        ("x = torch.randn(2, 3)", RECOMPILE),
+        ("x = torch.randn(1, 3)", HIT),
+    ]),
     Case("parameter_or_tensor", """
         def by_type(x):
             return x * 2 if isinstance(x, nn.Parameter) else x * 3
@@ -420,6 +467,27 @@ CONSTANT_CASES = [
     """, "add_all", "x, extras = torch.randn(3), []", "x, extras", [
         ("extras = []", HIT),
         ("extras = [torch.ones(3)]", RECOMPILE),
+    ]),
+    Case("empty_dict", """
+        def add_named(x, extras):
+            x = x * 2
+            for name, e in extras.items():
+                x = x + e
+            return x
+    """, "add_named", "x, extras = torch.randn(3), {}", "x, extras", [
+        ("extras = {}", HIT),
+        ("extras = {'bias': torch.ones(3)}", RECOMPILE),
+        ("extras = {}", HIT),
+    ]),
+    Case("list_mutated_in_place", """
+        def scale_all(x, scales):
+            for s in scales:
+                x = x * s
+            return x
+    """, "scale_all", "x, scales = torch.randn(3), [2, 3]", "x, scales", [
+        ("scales.append(4)", RECOMPILE),  # the same list object, one item longer
+        ("scales[2] = 5", RECOMPILE),
+        ("scales.pop()", HIT),  # [2, 3] again: the first graph
     ]),
     Case("slice_argument", """
         def take(x, part):
@@ -817,8 +885,17 @@ def check_case(guards_for, case, categories=CATEGORIES):
 
 
 def check_cases(guards_for, cases, categories=CATEGORIES):
-    """Every failure of ``guards_for`` (used for ``categories``) on the cases, in order."""
-    return [problem for case in cases for problem in check_case(guards_for, case, categories)]
+    """Every failure of ``guards_for`` (used for ``categories``) on the cases, in order; after a
+    case in which guards_for ran past its time limit, the later cases are named, not run."""
+    failures = []
+    for i, case in enumerate(cases):
+        found = check_case(guards_for, case, categories)
+        failures += found
+        if any(TIMED_OUT in problem for problem in found) and cases[i + 1:]:
+            failures.append(f"not run, after the time-out in {case.name}: "
+                            + ", ".join(later.name for later in cases[i + 1:]))
+            break
+    return failures
 
 
 def check_tensor_guards(tensor_guards, cases=TENSOR_EXAMPLES):

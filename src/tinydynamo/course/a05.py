@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import inspect
 import io
+import traceback
 import types
 
 import torch
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 import tinydynamo
 
 from .. import config
-from ..dynamo import resume_execution
+from ..dynamo import bytecode, resume_execution
 from ..dynamo.bytecode import decode, is_jump
 from ..dynamo.resume_execution import create_resume, resume_prologue, stack_names
 from ..testing.graph_breaks import (
@@ -43,8 +44,15 @@ from ..testing.graph_breaks import (
     helper_that_prints, in_place_then_print, item_in_a_while_loop, nested_grad_modes, print_first,
     print_in_the_middle, print_inside_no_grad, returns_containers, three_prints, varargs_and_kwargs,
 )
-from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .checking import ForbiddenCallError, no_delegation, report, time_limit  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location
+
+# Seconds one call of the learner's resume_prologue or create_resume may run (they take
+# milliseconds): past it, an infinite loop is reported as a failure of the function whose resume
+# function was being built, and the checker names the functions it then leaves out (each would wait
+# as long) instead of running past nbgrader's limit on the whole test.
+TIME_LIMIT = 10
+TIMED_OUT = "ran past its time limit"
 
 # ------------------------------------------------------------------ the corpus
 # The functions imported above are shared with tests/dynamo/graph_break_cases.py; these are a05's.
@@ -289,11 +297,11 @@ class ResumeRecorder:
         request = Request(code, target, stack_size, nulls, argnames)
         self.requests.append(request)
         try:
-            with no_delegation(*REFERENCE):
+            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
                 resume = self.create_resume(code, target, stack_size, nulls, argnames)
         except Exception as e:  # noqa: BLE001 -- reported by the checker, with the function's name
-            self.failure = (f"your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{indented(e)}\n    while building {request.describe()}")
+            self.failure = (f"your create_resume raised {described(e)}"
+                            f"\n    while building {request.describe()}")
             raise LearnerError(self.failure) from e
         problems = resume_problems(resume, request)
         if problems:
@@ -533,12 +541,14 @@ def check_prologues(resume_prologue, names):
     for name, request in requests_of(names):
         instructions = decode(request.code)
         try:
-            with no_delegation(*REFERENCE):
+            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
                 prologue = list(resume_prologue(request.code, instructions[request.target],
                                                 request.stack_size, request.nulls))
         except Exception as e:  # noqa: BLE001
-            failures.append(f"{name}: your resume_prologue raised {type(e).__name__}{learner_location(e)}: "
-                            f"{indented(e)}\n    for {request.describe()}")
+            failures.append(f"{name}: your resume_prologue raised {described(e)}"
+                            f"\n    for {request.describe()}")
+            if TIMED_OUT in str(e):
+                return failures + left_out(name, names)
             continue
         problems = prologue_problems(prologue, instructions[request.target], request)
         failures += [f"{name}, {request.describe()}: {problem}" for problem in problems]
@@ -552,12 +562,14 @@ def check_resume_codes(create_resume, names):
         return failures
     for name, request in requests_of(names):
         try:
-            with no_delegation(*REFERENCE):
+            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
                 resume = create_resume(request.code, request.target, request.stack_size,
                                        request.nulls, request.argnames)
         except Exception as e:  # noqa: BLE001
-            failures.append(f"{name}: your create_resume raised {type(e).__name__}{learner_location(e)}: "
-                            f"{indented(e)}\n    for {request.describe()}")
+            failures.append(f"{name}: your create_resume raised {described(e)}"
+                            f"\n    for {request.describe()}")
+            if TIMED_OUT in str(e):
+                return failures + left_out(name, names)
             continue
         failures += [f"{name}, {request.describe()}: {problem}" for problem in resume_problems(resume, request)]
     return failures
@@ -569,11 +581,32 @@ def check_functions(create_resume, names):
     if failures:
         return failures
     for name in names:
-        failures += run_case(create_resume, name)
+        found = run_case(create_resume, name)
+        failures += found
+        if any(TIMED_OUT in failure for failure in found):
+            return failures + left_out(name, names)
     return failures
 
 
+def left_out(name, names):
+    """The failure that names the functions after ``name`` that a checker leaves out after a time-out."""
+    later = list(names)[list(names).index(name) + 1:]
+    return [f"not run, after the time-out in {name}: {', '.join(later)}"] if later else []
+
+
 # ------------------------------------------------------------------ reporting
+
+
+def described(error):
+    """``Type (in fn, line n: source): message`` for an error of the learner's code, with a hint when
+    ``assemble`` could not place a jump's target (a KeyError that names the target)."""
+    text = f"{type(error).__name__}{learner_location(error)}: {indented(error)}"
+    frames = traceback.extract_tb(error.__traceback__)
+    if isinstance(error, KeyError) and frames and frames[-1].filename == bytecode.__file__:
+        text += ("\n    (assemble found no instruction for a jump's target among the instructions it was "
+                 "given: a jump, the prologue's too, must target one of those very Instruction objects, "
+                 "not an instruction's number, nor an instruction of another decode(code))")
+    return text
 
 
 def indented(text):

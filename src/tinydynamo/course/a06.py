@@ -34,11 +34,16 @@ from ..aot.partitioners import (  # noqa: F401 (helpers for learners)
 )
 from ..testing.joint_graphs import JOINT_GRAPHS
 from ..testing.models import ZOO, make
-from .checking import ForbiddenCallError, call_learner, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .checking import (  # noqa: F401 (report: for notebooks)
+    ForbiddenCallError, call_learner, no_delegation, report, time_limit,
+)
 from .feedback import learner_location as _learner_location
 
 # How many times the reference min-cut's saved bytes a learner's min-cut may save at most.
 MIN_CUT_MARGIN = 1.10
+# Seconds one call of a learner's partitioner may run (the reference's take a tenth of a second):
+# past it, an infinite loop is reported as a failure of the model or graph it ran on.
+TIME_LIMIT = 30
 
 # The learner writes these: while the learner's partitioner runs, they are out of reach.
 REFERENCE_PARTITIONERS = (partitioners.default_partition,
@@ -132,7 +137,7 @@ class PartitionRecorder:
         self.joint = copy.deepcopy(joint_gm)  # untouched, whatever the learner does to theirs
         self.num_fwd_outputs = num_fwd_outputs
         try:
-            with no_delegation(*REFERENCE_PARTITIONERS):
+            with no_delegation(*REFERENCE_PARTITIONERS), time_limit(TIME_LIMIT, "your partitioner"):
                 self.result = call_learner(self.partition_fn, joint_gm, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - reported by the checker, with the model's name
             self.error = e
@@ -407,7 +412,32 @@ def build_dropout_branch():
     return DropoutBranch(), inputs, lambda out: (out**2).mean()
 
 
+class NoiseBranch(torch.nn.Module):
+    """The noise ``torch.rand_like(h)`` is drawn from ``h``, which the backward needs anyway (for
+    the GELU): recomputing it looks free. (Dropout's ``bernoulli`` reads an ``empty_like``, which no
+    partitioner recomputes, so ``DropoutBranch`` alone does not show a random op treated as cheap.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return self.fc2(F.gelu(h) * torch.rand_like(h))
+
+
+def build_noise_branch():
+    torch.manual_seed(0)
+    inputs = (torch.randn(8, 16, generator=torch.Generator().manual_seed(6)),)
+    return NoiseBranch(), inputs, lambda out: (out**2).mean()
+
+
+RANDOM_MODELS = {"dropout_branch": build_dropout_branch, "noise_branch": build_noise_branch}
+
+
 def check_random_ops(partition_fn):
-    """A model with dropout trains as in eager, and its backward draws no random numbers."""
-    return _check(_models(build=build_dropout_branch), partition_fn, ["dropout_branch"],
-                  [random_op_problems])
+    """Models that draw random numbers (dropout, ``torch.rand_like``) train as in eager, and their
+    backward draws none."""
+    return [failure for name, build in RANDOM_MODELS.items()
+            for failure in _check(_models(build=build), partition_fn, [name], [random_op_problems])]

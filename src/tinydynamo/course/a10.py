@@ -41,11 +41,22 @@ from ..dynamo.automatic_dynamic import DYNAMIC_DIMS, STATIC_DIMS, FrameState
 from ..symbolic_shapes import FloorDiv, ShapeEnv, multiply_intervals, to_python
 from ..testing.models import make
 from .a02 import difference, learner_location, user_module
-from .checking import _is_learners, _refuse, call_learner, no_delegation
+from .checking import _is_learners, _refuse, call_learner, no_delegation, time_limit
 
 s0, s1, s2 = (sympy.Symbol(f"s{i}", integer=True, positive=True) for i in range(3))
 oo = sympy.oo
 RELATIONS = (sympy.Eq, sympy.Ne, sympy.Lt, sympy.Le, sympy.Gt, sympy.Ge)
+
+
+# Seconds one call of a learner's piece may run (they take milliseconds): past it, an infinite loop
+# is reported as a failure of the expression, condition or case that ran it.
+TIME_LIMIT = 10
+
+
+def _timed(fn, *args):
+    """``fn(*args)``, the learner's, stopped by a LearnerTimeout past TIME_LIMIT."""
+    with time_limit(TIME_LIMIT, "the call"):
+        return call_learner(fn, *args)
 
 
 def marked_dynamic(tensor):
@@ -129,7 +140,7 @@ def call_bounds(bounds, expr, record=None):
     """``bounds(expr)``, checked: a pair of numbers (or ±sympy.oo) with lo <= hi."""
     where = f"bounds({show(expr)})"
     try:
-        result = call_learner(bounds, expr)
+        result = _timed(bounds, expr)
     except LearnerError:
         raise
     except Exception as e:  # noqa: BLE001 - reported with the expression that triggered it
@@ -150,7 +161,7 @@ def call_static_value(static_value, condition, record=None):
     """``static_value(condition)``, checked: True, False or None."""
     where = f"static_value({show(condition)})"
     try:
-        result = call_learner(static_value, condition)
+        result = _timed(static_value, condition)
     except LearnerError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -175,26 +186,32 @@ class CheckedHistory:
     def __init__(self, history_class, record):
         self.record = record
         try:
-            self.history = call_learner(history_class)
+            self.history = _timed(history_class)
         except Exception as e:  # noqa: BLE001
             raise _error(record, f"SizeHistory() raised {type(e).__name__}{learner_location(e)}: {e}") from None
 
     def update(self, source_name, shape):
         where = f"SizeHistory.update({source_name!r}, {tuple(shape)})"
         try:
-            changed = call_learner(self.history.update, source_name, tuple(shape))
-            return list(changed)
+            changed = _timed(self.history.update, source_name, tuple(shape))
         except Exception as e:  # noqa: BLE001
             raise _error(self.record, f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
+        try:
+            return [int(d) for d in changed]
+        except Exception:  # noqa: BLE001
+            raise _error(self.record, f"{where} returned {changed!r}: return the list of the dimensions "
+                                      "that changed size") from None
 
     def dynamic_dims(self, source_name):
         where = f"SizeHistory.dynamic_dims({source_name!r})"
         try:
-            dims = call_learner(self.history.dynamic_dims, source_name)
-            return {int(d) for d in dims}
+            dims = _timed(self.history.dynamic_dims, source_name)
         except Exception as e:  # noqa: BLE001
-            raise _error(self.record, f"{where} raised or returned no set of ints: {type(e).__name__}"
-                                      f"{learner_location(e)}: {e}") from None
+            raise _error(self.record, f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
+        try:
+            return {int(d) for d in dims}
+        except Exception:  # noqa: BLE001
+            raise _error(self.record, f"{where} returned {dims!r}: return a set of dimensions (ints)") from None
 
 
 def checked_dims(dims_to_trace, record):
@@ -204,10 +221,13 @@ def checked_dims(dims_to_trace, record):
         where = (f"dims_to_trace({policy!r}, history, {source.name()!r}, <tensor of shape {tuple(tensor.shape)}>, "
                  f"is_module_state={is_module_state})")
         try:
-            dims = {int(d) for d in call_learner(dims_to_trace, policy, history, source.name(), tensor,
-                                                 is_module_state)}
+            result = _timed(dims_to_trace, policy, history, source.name(), tensor, is_module_state)
         except Exception as e:  # noqa: BLE001
             raise _error(record, f"{where} raised {type(e).__name__}{learner_location(e)}: {e}") from None
+        try:
+            dims = {int(d) for d in result}
+        except Exception:  # noqa: BLE001
+            raise _error(record, f"{where} returned {result!r}: return a set of dimensions (ints)") from None
         bad = sorted(d for d in dims if not 0 <= d < tensor.dim())
         if bad:
             raise _error(record, f"{where} returned {sorted(dims)}: dimension(s) {bad} do not exist "
@@ -259,7 +279,7 @@ BOUNDS_CASES = [
     sympy.Min(s0, s1) - 2, sympy.Max(s0 - 10, 1), FloorDiv(s0, 2) * s2, 64 * s0 * s1 * s2, sympy.Integer(-3),
     s0 ** 2, sympy.Mod(s0, s1), sympy.floor(-sympy.Rational(7, 5) * s0), sympy.Mod(2, s0), FloorDiv(s0, s1),
     sympy.Max(s0 - 5, s1 - 10, s2 + 1), FloorDiv(s0, -2), sympy.Mod(-s0, s1), FloorDiv(sympy.Mod(s0, 4), 2),
-    FloorDiv(sympy.Min(s0, 5), 2),
+    FloorDiv(sympy.Min(s0, 5), 2), sympy.Rational(3, 2) * s0 - 1,
 ]
 
 STATIC_EXAMPLES = [

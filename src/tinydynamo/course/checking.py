@@ -400,6 +400,43 @@ class Failures:
         report(self.failures)
 
 
+class LearnerTimeout(Exception):
+    """A call of the learner's code ran past its time limit (see ``time_limit``)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds, what):
+    """Raise LearnerTimeout in the block once it has run ``seconds``: a checker that wraps each call
+    of the learner's code in it reports an infinite loop as a failure of the case that ran it (the
+    message starts with ``what``, and the error's traceback places it in the learner's code), where
+    nbgrader's per-cell limit would only say that the whole test cell ran too long.
+
+    On the main thread only (signals are delivered there). An enclosing limit that would end first
+    (a mutant check's cell limit, or an outer ``time_limit``) is left to fire; a later one is put
+    back, less the time the block took, when the block ends.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]
+    if outer and outer <= seconds:
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise LearnerTimeout(f"{what} ran past its time limit of {seconds:g} s (an infinite loop?)")
+
+    previous, started = signal.signal(signal.SIGALRM, interrupt), time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
+
+
 # --------------------------------------------------------------------------- mutation check
 
 @dataclasses.dataclass(frozen=True)
@@ -418,8 +455,10 @@ class StaleMutant(Exception):
     """The catalogue no longer matches the solution notebook."""
 
 
-class CellTimeout(Exception):
-    """A cell ran past its time limit."""
+class CellTimeout(BaseException):
+    """A cell ran past its time limit. Not an Exception, like the KeyboardInterrupt with which
+    nbgrader stops a cell: a checker's ``except Exception`` around the learner's code must not
+    take it for the learner's error and go on with the next case, whose loop nothing would stop."""
 
 
 @dataclasses.dataclass
@@ -495,7 +534,7 @@ def _run_cell(cell, index, namespace, timeout):
         with _time_limit(timeout), contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             exec(compile(cell.source, filename, "exec"), namespace)
-    except Exception as error:  # noqa: BLE001 - the notebook's errors are what we grade
+    except (Exception, CellTimeout) as error:  # noqa: BLE001 - the notebook's errors are what we grade
         return f"{type(error).__name__}: {error}"
     return ""
 

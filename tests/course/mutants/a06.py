@@ -10,6 +10,11 @@ DEFAULT_END = ('        if n in forward and n.op != "get_attr" and (n in grads o
                "    return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)\n    ### END SOLUTION")
 MIN_CUT_DOC = '    """Save the fewest bytes from which the backward can recompute what else it needs."""\n'
 
+MIN_CUT_RETURN = ('    saved = [n for n in nodes if (n, "in") in source_side and (n, "out") not in source_side]\n'
+                  "    return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)\n")
+ANCESTORS_LOOP = ("        node = stack.pop()\n        if node not in seen:\n            seen.add(node)\n"
+                  "            stack.extend(node.all_input_nodes)")
+
 MUTANTS = [
     Mutant("default: delegates to tinydynamo.aot.default_partition", DEFAULT_DOC,
            DEFAULT_DOC + "    import tinydynamo.aot\n"
@@ -111,4 +116,64 @@ MUTANTS = [
     Mutant("min-cut: a gradient that depends on no tangent must be recomputed by the backward",
            '            flow.add_edge((node, "out"), "sink", capacity=math.inf)\n',
            '            flow.add_edge((node, "in"), "sink", capacity=math.inf)\n', "small_gradient_without_tangent"),
+    # found by a learner's-mistakes sweep
+    Mutant("default: a forward output is never saved (as if the backward received the forward's outputs)",
+           "(n in grads or read_by_backward(n))", "(n in grads or (read_by_backward(n) and n not in fw_outputs))",
+           "cnn"),
+    Mutant("default: one forward output (the model's), running statistics forgotten",
+           "a06.joint_outputs(joint_gm, num_fwd_outputs)\n    nodes = list(", "a06.joint_outputs(joint_gm, 1)\n    nodes = list(",
+           "cnn"),
+    Mutant("default: ancestors leaves out the nodes it starts from",
+           "    seen, stack = set(), list(nodes)\n    while stack:\n" + ANCESTORS_LOOP,
+           "    seen, stack = set(), [i for n in nodes for i in n.all_input_nodes]\n    while stack:\n" + ANCESTORS_LOOP,
+           "gpt_block"),
+    Mutant("default: every placeholder taken for a primal, tangents too",
+           "{n for n in nodes if a06.is_primal(n)}\n    forward |=", "{n for n in nodes if n.op == 'placeholder'}\n    forward |=",
+           "mlp"),
+    Mutant("default: saves every primal, as if the backward needed all the weights",
+           "(n in grads or read_by_backward(n))", "(n in grads or a06.is_primal(n) or read_by_backward(n))", "mlp"),
+    Mutant("default: returns (backward, forward)", DEFAULT_END,
+           DEFAULT_END.replace("    return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)\n",
+                               "    fw, bw = a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)\n    return bw, fw\n"),
+           "mlp: the forward's inputs"),
+    Mutant("default: forgets to return (returns None)", DEFAULT_END,
+           DEFAULT_END.replace("    return a06.split_joint_graph(", "    a06.split_joint_graph("), "got NoneType"),
+    Mutant("default: ancestors follows node.args, ints and bools included (raises)",
+           ANCESTORS_LOOP, ANCESTORS_LOOP.replace("node.all_input_nodes", "node.args"), "norm_act: your partitioner raised AttributeError"),
+    Mutant("min-cut: a backward node drains to the sink from its output, not its input",
+           '            flow.add_edge((node, "in"), "sink", capacity=math.inf)\n            continue',
+           '            flow.add_edge((node, "out"), "sink", capacity=math.inf)\n            continue', "gpt_block"),
+    Mutant("default: ancestors looks at the top of the stack without popping it (loops forever)",
+           ANCESTORS_LOOP, ANCESTORS_LOOP.replace("node = stack.pop()", "node = stack[-1]"),
+           "mlp: your partitioner raised LearnerTimeout"),
+    Mutant("min-cut: random ops taken for cheap pointwise ops",
+           "(node in needed_by_forward and not a06.may_recompute(node))",
+           "(node in needed_by_forward and not a06.may_recompute(node)"
+           " and torch.Tag.nondeterministic_seeded not in getattr(node.target, 'tags', ()))", "noise_branch"),
+    Mutant("min-cut: items of a multi-output op taken for views (never saved)",
+           "if a06.is_view(node) or cost == 0:", "if a06.is_view(node) or node.target is operator.getitem or cost == 0:",
+           "gpt_block"),
+    Mutant("min-cut: the node's cost given as weight=, not capacity=",
+           'flow.add_edge((node, "in"), (node, "out"), capacity=cost)', 'flow.add_edge((node, "in"), (node, "out"), weight=cost)',
+           "gpt_block: your partitioner raised"),
+    Mutant("min-cut: needed by the forward = what every joint output needs, gradients included",
+           "    needed_by_forward = ancestors(fw_outputs)\n", "    needed_by_forward = ancestors(fw_outputs + grads)\n",
+           "backward_only_matmul"),
+    Mutant("min-cut: never recomputes what the forward outputs need",
+           "(node in needed_by_forward and not a06.may_recompute(node))", "node in needed_by_forward", "gpt_block"),
+    Mutant("min-cut: a view costs nothing to save",
+           "        if a06.is_view(node) or cost == 0:\n            cost = math.inf\n",
+           "        if cost == 0:\n            cost = math.inf\n        if a06.is_view(node):\n            cost = 0\n", "gpt_block"),
+    Mutant("min-cut: saves every forward value on the sink side's edge, recomputed ones included",
+           'if (n, "in") in source_side and (n, "out") not in source_side]',
+           'if (n, "out") not in source_side and n not in backward and a06.nbytes(n) > 0]', "gpt_block"),
+    Mutant("min-cut: returns the saved nodes, not the graphs", MIN_CUT_RETURN,
+           MIN_CUT_RETURN.replace("    return a06.split_joint_graph(joint_gm, num_fwd_outputs, saved)", "    return saved"),
+           "gpt_block: a partitioner must return a pair of torch.fx.GraphModule, got list"),
+    Mutant("min-cut: a node's bytes read off meta['val'] (a tuple has none)", "        cost = a06.nbytes(node)\n",
+           "        cost = node.meta['val'].nbytes\n", "gpt_block: your partitioner raised AttributeError"),
+    Mutant("min-cut: only matmuls are too expensive to recompute",
+           "(node in needed_by_forward and not a06.may_recompute(node))",
+           "(node in needed_by_forward and node.target in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default,"
+           " torch.ops.aten.bmm.default))", "gpt_block"),
 ]

@@ -3,6 +3,11 @@ from tinydynamo.course.checking import Mutant
 
 ASSIGNMENT = "a10_dynamic_shapes"
 
+ADD = ("        intervals = [bounds(term) for term in expr.args]\n"
+       "        return sympy.Add(*[lo for lo, _ in intervals]), sympy.Add(*[hi for _, hi in intervals])\n")
+HISTORY_DOC = '    "The sizes a code object\'s traces saw, per source; None for a dimension seen with several sizes."\n'
+ALWAYS_TRUE = "    if always[type(condition)]:\n        return True\n"
+
 MUTANTS = [
     # part 1: bounds
     Mutant("symbols start at 1", "return sympy.Integer(2), sympy.oo", "return sympy.Integer(1), sympy.oo",
@@ -118,4 +123,65 @@ MUTANTS = [
     Mutant("history recorded only for dynamic=None", "    history.update(source_name, tuple(tensor.shape))\n    if isinstance",
            "    if policy is None:\n        history.update(source_name, tuple(tensor.shape))\n    if isinstance",
            "static_compile_first"),
+    # found by a learner's-mistakes sweep
+    # part 1
+    Mutant("Mod bounded by the divisor's smallest value", "return sympy.Integer(0), b_hi - 1",
+           "return sympy.Integer(0), b_lo - 1", "bounds(s0 % s1)"),
+    Mutant("Mod as C's remainder, signed", "return sympy.Integer(0), b_hi - 1", "return 1 - b_hi, b_hi - 1",
+           "bounds(s0 % 4)"),
+    Mutant("Mod copied from the book: a % 4 is in [0, 3]", "return sympy.Integer(0), b_hi - 1",
+           "return sympy.Integer(0), sympy.Integer(3)", "bounds(s0 % s1)"),
+    Mutant("FloorDiv as true division (no floor)", "return sympy.floor(a_lo / b_lo), sympy.floor(a_hi / b_lo)",
+           "return a_lo / b_lo, a_hi / b_lo", "(1 + s0) // 4"),
+    Mutant("Min and Max as the hull of their arguments", "return pick(lo for lo, _ in intervals), pick(hi for _, hi in intervals)",
+           "return min(lo for lo, _ in intervals), max(hi for _, hi in intervals)", "bounds(min(5, s0))"),
+    Mutant("Max and Min unpack two arguments (raises on three)", "        intervals = [bounds(arg) for arg in expr.args]\n",
+           "        a, b = expr.args\n        intervals = [bounds(a), bounds(b)]\n", "raised ValueError"),
+    Mutant("numbers recognised as integers only", "    if expr.is_Number:\n", "    if expr.is_Integer:\n", "bounds("),
+    Mutant("unknown expressions give None", "    return -sympy.oo, sympy.oo\n", "    return None\n",
+           "bounds(s0 ** 2) returned None"),
+    Mutant("a sum's terms looped over without moving on (loops forever)", ADD,
+           "        lo = hi = sympy.Integer(0)\n        i = 0\n        while i < len(expr.args):\n"
+           "            t_lo, t_hi = bounds(expr.args[i])\n            lo, hi = lo + t_lo, hi + t_hi\n        return lo, hi\n",
+           "time limit"),
+    # part 2
+    Mutant("the difference taken the wrong way round", "    difference = condition.lhs - condition.rhs\n",
+           "    difference = condition.rhs - condition.lhs\n", "UNSOUND"),
+    Mutant("the forms' intervals joined, not intersected", "lo, hi = max(lo for lo, _ in forms), min(hi for _, hi in forms)",
+           "lo, hi = min(lo for lo, _ in forms), max(hi for _, hi in forms)", "NEEDLESS GUARD"),
+    Mutant("!= decided True unless the difference is exactly 0", "sympy.Ne: lo > 0 or hi < 0, sympy.Lt: hi < 0",
+           "sympy.Ne: not (lo == hi == 0), sympy.Lt: hi < 0", "UNSOUND"),
+    Mutant("== never decided False", "never = {sympy.Eq: lo > 0 or hi < 0,", "never = {sympy.Eq: False,",
+           "static_value(s0 == 1) returned None"),
+    Mutant("hard-codes the visible examples", "    if condition in (sympy.true, sympy.false):\n",
+           "    known = {sympy.Ge(a10.s0, 2): True, sympy.Eq(a10.s0, 1): False, sympy.Ne(a10.s0 * a10.s1, a10.s0): True}\n"
+           "    if condition in known:\n        return known[condition]\n    return None\n"
+           "    if condition in (sympy.true, sympy.false):\n", "static_value(s0 > 1) returned None: NEEDLESS GUARD"),
+    Mutant("relies on sympy's own simplification (symbols >= 1)", "    if condition in (sympy.true, sympy.false):\n",
+           "    condition = sympy.simplify(condition)\n    return bool(condition) if condition in (sympy.true, sympy.false) else None\n"
+           "    if condition in (sympy.true, sympy.false):\n", "static_value(s0 >= 2) returned None"),
+    Mutant("Or decided by any() of the parts (None counts as False)", "    if not isinstance(condition, (sympy.Eq,",
+           "    if isinstance(condition, sympy.Or):\n        return any(static_value(arg) for arg in condition.args)\n"
+           "    if not isinstance(condition, (sympy.Eq,", "(s0 == 2) or"),
+    Mutant("returns 1 for True", ALWAYS_TRUE, ALWAYS_TRUE.replace("return True", "return 1"),
+           "returned 1: return True, False or None"),
+    # part 3
+    Mutant("a new number of dimensions counts as every dimension changed",
+           "        if before is None or len(before) != len(shape):\n",
+           "        if before is not None and len(before) != len(shape):\n            self.sizes[source_name] = [None] * len(shape)\n"
+           "            return list(range(len(shape)))\n        if before is None:\n", "new_rank"),
+    Mutant("the history a class attribute, shared by every code object",
+           "@dataclasses.dataclass\nclass SizeHistory:\n" + HISTORY_DOC + "\n    sizes: dict = dataclasses.field(default_factory=dict)\n",
+           "class SizeHistory:\n" + HISTORY_DOC + "\n    sizes = {}\n", "SizeHistory"),
+    Mutant("only the batch dimension ever dynamic", "dims = history.dynamic_dims(source_name)",
+           "dims = {0} & history.dynamic_dims(source_name)", "sequence_lengths"),
+    Mutant("mark_dynamic honoured only under automatic dynamic",
+           "        dims = history.dynamic_dims(source_name)\n    dims = (dims | a10.marked_dynamic(tensor))",
+           "        dims = history.dynamic_dims(source_name) | a10.marked_dynamic(tensor)\n    dims = (dims)", "mark_dynamic"),
+    Mutant("dims_to_trace returns None when nothing is dynamic", "    return {d for d in dims if tensor.shape[d] >= 2}",
+           "    return {d for d in dims if tensor.shape[d] >= 2} or None", "returned None: return a set of dimensions"),
+    Mutant("update returns None on a first sighting", "            self.sizes[source_name] = list(shape)\n            return []\n",
+           "            self.sizes[source_name] = list(shape)\n            return None\n", "returned None"),
+    Mutant("a dimension dynamic only while it keeps changing", "        for d in changed:\n            before[d] = None\n",
+           "        before[:] = [None if d in changed else size for d, size in enumerate(shape)]\n", "one_dim_then_another"),
 ]
