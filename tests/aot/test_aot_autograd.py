@@ -548,3 +548,20 @@ def test_an_output_computed_without_autograd_can_be_written_in_place_with_grad(c
     x, w1, w2 = leaves((2, 5, 8), (16, 8), (8, 16), requires_grad=False)
     compiled = tinydynamo.compile(mlp_of_a_3d_input, backend=backend)
     assert_close(step(compiled, x, w1, w2, bias), step(mlp_of_a_3d_input, x, w1, w2, bias))
+
+
+def test_a_backward_the_tracer_cannot_record_runs_the_frame_eagerly():
+    """torch.vander's backward fails in eager ("modified by an inplace operation"): AOT autograd
+    met that error while tracing the backward, and the forward raised it, where eager's does not.
+    The frame now runs eagerly, with a warning: the forward equals eager's, and the backward
+    raises what eager's raises."""
+    def powers(x):
+        return torch.vander(x, N=4)
+
+    x = torch.randn(3, requires_grad=True)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        out = tinydynamo.compile(powers, backend="aot_eager")(x)
+    torch.testing.assert_close(out, powers(x))
+    for result in (out, powers(x)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            result.sum().backward()

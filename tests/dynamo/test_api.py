@@ -404,3 +404,26 @@ def test_a_frame_the_backend_cannot_compile_runs_eagerly_with_a_warning_naming_t
     torch.testing.assert_close(compiled(x, repeats), repeat_rows_plus(x, repeats))  # no second warning
     with pytest.raises(NotImplementedError, match="depends on tensor data"):
         tinydynamo.compile(repeat_rows_plus, fullgraph=True)(x, repeats)
+
+
+@torch.compiler.disable
+def disabled_helper(x):
+    return x.sin() * 3
+
+
+def calls_a_disabled_helper(x):
+    return disabled_helper(x * 2) + 1
+
+
+def test_a_function_marked_torch_compiler_disable_is_not_compiled():
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append([n.target for n in gm.graph.nodes if n.op == "call_function"])
+        return gm.forward
+
+    x = torch.randn(3)
+    torch.testing.assert_close(tinydynamo.compile(calls_a_disabled_helper, backend=record)(x),
+                               calls_a_disabled_helper(x))
+    assert not any(torch.sin in targets or "sin" in map(str, targets) for targets in graphs), graphs
+    assert len(graphs) == 2  # before the call and after it, as torch.compile

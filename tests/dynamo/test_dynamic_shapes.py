@@ -567,3 +567,26 @@ def test_new_tensor_of_literal_data_compiles_with_symbolic_sizes(backend):
                 out = compiled(x)
                 assert out.dtype == dtype
                 torch.testing.assert_close(out, scaled_by_a_literal(x))
+
+
+def unsqueezes_its_input(x):
+    x.unsqueeze_(0)
+    y = x * 2
+    return x.shape, x.size(-1), x.stride(), y
+
+
+def transposes_its_input(x):
+    x.t_()
+    return x.stride(), x.shape
+
+
+@pytest.mark.parametrize("fn", [unsqueezes_its_input, transposes_its_input])
+def test_an_input_reshaped_in_place_reports_its_sizes_after_a_recompile(fn):
+    """After the recompile that makes n a symbol, Python rebuilt x.shape from x.size()[1] once
+    x.unsqueeze_(0) had moved n to dimension 2: the graph breaks at such an op instead."""
+    compiled = tinydynamo.compile(fn, backend="eager")
+    for n in (3, 4, 6):
+        ours, theirs = compiled(torch.ones(5, n)), fn(torch.ones(5, n))
+        assert [type(v) for v in ours] == [type(v) for v in theirs]
+        assert [v for v in ours if not isinstance(v, torch.Tensor)] == \
+            [v for v in theirs if not isinstance(v, torch.Tensor)]

@@ -567,3 +567,26 @@ def test_an_import_during_a_compiled_call_leaves_import_machinery_alone(tmp_path
                       if not eval_frame.is_skipped(code) and eval_frame.get_cache_entries(code)}
     assert "find_spec" not in compiled_names and "imports_a_fresh_module" in compiled_names
     assert not [w for w in recwarn if "cache_size_limit" in str(w.message)]
+
+
+def test_an_iterator_passed_across_a_break_is_rebuilt_from_its_items(capsys):
+    """clip_grad_norm_(m.parameters()) breaks the graph (torch._dynamo traces it); the iterator
+    of the parameters is rebuilt for the call, where the whole frame used to run eagerly."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+
+    def step(x):
+        y = model(x).relu()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        return y * 2, norm
+
+    x = torch.randn(4, 3)
+    grads = [torch.randn(2, 3), torch.randn(2)]
+    results = []
+    for fn in (step, dynamo.compile(step, backend="eager")):
+        for p, g in zip(model.parameters(), grads):
+            p.grad = g.clone()
+        results.append((fn(x), [p.grad.clone() for p in model.parameters()]))
+    torch.testing.assert_close(results[1], results[0])
+    explanation = dynamo.explain(step)(x)
+    assert explanation.graph_count == 2 and not explanation.break_reasons[0].frame_ran_eagerly

@@ -679,3 +679,33 @@ def test_a_forward_hook_registered_after_compiling_recompiles():
     compiled(x)
     model[0].register_forward_hook(lambda module, args, output: output + 100)
     torch.testing.assert_close(compiled(x), model(x))
+
+
+GLOBAL_STATE = {  # a query of torch's global state, and how to set it on (True) and back off
+    "deterministic": (torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms),
+    "anomaly": (torch.is_anomaly_enabled, torch.autograd.set_detect_anomaly),
+    "matmul_precision": (torch.get_float32_matmul_precision,
+                         lambda on: torch.set_float32_matmul_precision("high" if on else "highest")),
+    "threads": (torch.get_num_threads, lambda on: torch.set_num_threads(2 if on else 1)),
+    "warn_always": (torch.is_warn_always_enabled, torch.set_warn_always),
+}
+
+
+@pytest.mark.parametrize("name", GLOBAL_STATE)
+def test_a_query_of_global_state_is_guarded(name):
+    """Read while tracing, its answer is a constant of the graph: a guard checks it is still the
+    answer, and a change compiles again (torch.compile gives eager's answer too)."""
+    query, set_state = GLOBAL_STATE[name]
+    threads = torch.get_num_threads()
+
+    def branch(x):
+        return x + 1 if query() in (True, "high", 2) else x - 1
+
+    compiled = dynamo.compile(branch, backend="eager")
+    try:
+        for on in (False, True, False):
+            set_state(on)
+            assert compiled(torch.zeros(1)).item() == branch(torch.zeros(1)).item()
+    finally:
+        set_state(False)
+        torch.set_num_threads(threads)

@@ -114,3 +114,33 @@ def test_a_submodule_whose_class_overrides_call_runs_it(backend):
     torch.testing.assert_close(tinydynamo.compile(model, backend=backend)(x), model(x))
     explanation = tinydynamo.explain(model)(x)
     assert (explanation.graph_count, explanation.graph_break_count) == (1, 0)
+
+
+class SumsAParameterDict(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = torch.nn.ParameterDict({"w": torch.nn.Parameter(torch.randn(3)),
+                                              "v": torch.nn.Parameter(torch.ones(3))})
+
+    def forward(self, x):
+        for name in self.scales:
+            x = x + self.scales[name]
+        for name, p in self.scales.items():
+            x = x * p if name == "v" else x
+        return x * len(self.scales) + sum(self.scales.values()) * ("w" in self.scales)
+
+
+def test_a_parameter_dict_is_iterated_indexed_and_viewed_in_one_graph():
+    """Iterating over an nn.ParameterDict made the whole frame run eagerly."""
+    torch.manual_seed(0)
+    model, x = SumsAParameterDict(), torch.randn(2, 3)
+    compiled = tinydynamo.compile(model, backend="aot_eager")
+    ours, theirs = compiled(x), model(x)
+    torch.testing.assert_close(ours, theirs)
+    ours.sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).sum().backward()
+    torch.testing.assert_close(grads, [p.grad for p in model.parameters()])
+    explanation = tinydynamo.explain(model)(x)
+    assert (explanation.graph_count, len(explanation.break_reasons)) == (1, 0), explanation.break_reasons

@@ -895,3 +895,45 @@ def test_a_tensor_stored_under_a_buffers_name_replaces_the_buffer(backend):
         torch.testing.assert_close(compiled.pe, eager.pe)
         assert list(compiled._buffers) == ["pe"] and list(compiled.state_dict()) == ["pe"]
     assert tinydynamo.explain(ExtendsItsPositions())(torch.randn(2, 8)).graph_break_count == 0
+
+
+def test_an_optimizer_step_wrapped_by_an_lr_scheduler_runs_once():
+    """StepLR wraps optimizer.step in a closure over the optimizer (with the step's __module__,
+    torch.optim.sgd); computing its result while tracing stepped the optimizer, and Python then
+    stepped it again after the graph break."""
+    results = []
+    for compiled in (False, True):
+        w = torch.nn.Parameter(torch.zeros(2))
+        opt = torch.optim.SGD([w], lr=0.1)
+        torch.optim.lr_scheduler.StepLR(opt, step_size=1)
+
+        def step(g):
+            w.grad = g
+            opt.step()
+
+        (dynamo.compile(step, backend="eager") if compiled else step)(torch.ones(2))
+        results.append(w.detach().clone())
+    torch.testing.assert_close(results[1], results[0])  # -0.1, not -0.2
+
+
+def test_gradients_assigned_by_hand_are_replayed_in_one_graph():
+    """``p.grad = None`` in a loop (zero_grad by hand) made the frame run eagerly; ``p.grad = g``
+    broke the graph. Both are replayed after the graph, and a later read sees the new value."""
+    def step(model, x):
+        y = model(x) * 2
+        for p in model.parameters():
+            p.grad = None
+        model.bias.grad = y.sum(0)
+        return y, model.bias.grad + 1, model.weight.grad is None
+
+    results = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2)
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        fn = dynamo.compile(step, backend="eager") if compiled else step
+        results.append((fn(model, torch.ones(4, 3)), model.weight.grad, model.bias.grad))
+    torch.testing.assert_close(results[1], results[0])
+    explanation = tinydynamo.explain(step)(torch.nn.Linear(3, 2), torch.ones(4, 3))
+    assert (explanation.graph_count, len(explanation.break_reasons)) == (1, 0)

@@ -337,10 +337,18 @@ def _trace_backward(tracer, inputs, graph_outputs, meta):
     tracer.constants_allowed = False
     # Without autocast: the backward ops compute in the dtypes of the forward's (autocast's
     # recommended use calls backward() outside the block; on CUDA autocast never reaches it).
-    with tracer, torch._C._DisableAutocast():
-        grads = torch.autograd.grad(
-            differentiable, [inputs[i] for i in wants_grad], tangents, allow_unused=True
-        )
+    try:
+        with tracer, torch._C._DisableAutocast():
+            grads = torch.autograd.grad(
+                differentiable, [inputs[i] for i in wants_grad], tangents, allow_unused=True
+            )
+    except RuntimeError as error:
+        if "modified by an inplace operation" not in str(error):
+            raise
+        # the tracer's own writes through views (functionalization) touched a tensor that autograd
+        # saved: torch.vander, an in-place op on a slice then a write through another view
+        raise NotImplementedError("tinydynamo.aot: the backward of the program's in-place writes through "
+                                  f"views could not be traced ({str(error).splitlines()[0][:160]})") from error
     if _input_versions(tracer, inputs) != versions:
         raise NotImplementedError("tinydynamo.aot: the backward mutates a graph input; unsupported")
     grad_inputs = [i for i, g in zip(wants_grad, grads) if g is not None]

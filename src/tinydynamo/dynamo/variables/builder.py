@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import torch
 
+from .. import eval_frame
 from ..exc import unsupported
 from ..guards import Guard
 from ..source import AttrSource, ClosureSource, GetItemSource, LocalSource, NumpyTensorSource
@@ -64,6 +65,15 @@ def original_function(value):
     if attributes.get("__script_if_tracing_wrapper") and "__original_fn" in attributes:
         return "__original_fn"
     return None
+
+
+def skip_disabled_function(wrapper):
+    """``@torch.compiler.disable``: its wrapper is torch's code, so calling it breaks the graph, and
+    the function it wraps is never compiled either (the hook skips its code), as torch.compile
+    leaves it. (Functions that it calls may still be compiled: the skip is not recursive.)"""
+    code = getattr(getattr(wrapper, "_torchdynamo_orig_callable", None), "__code__", None)
+    if code is not None:
+        eval_frame.set_skip(code)
 
 
 def is_mutable_object(value):
@@ -211,6 +221,8 @@ class VariableBuilder:
                                  dict_cls=type(value))
 
     def wrap_callable_or_object(self, value):
+        if getattr(value, "_torchdynamo_disable", False) is True:
+            skip_disabled_function(value)
         if id(value) in NUMPY_NAMES and NUMPY_NAMES[id(value)] is not None:  # np.mean, np.linalg.norm
             self.guard("ID_MATCH", value)
             return NumpyFunctionVariable(value, NUMPY_NAMES[id(value)], self.source)

@@ -351,7 +351,19 @@ class ListIteratorVariable(VariableTracker):
     def __init__(self, items, live=False):
         super().__init__()
         self.items = items if live else list(items)
+        self.live = live
         self.index = 0
+
+    def reconstruct(self, codegen):
+        """``iter([...])`` of the items not taken yet (``clip_grad_norm_(m.parameters())`` at a
+        graph break). One over a list the frame made would no longer see that list grow: none."""
+        if self.live:
+            unsupported(f"rebuilding {self} in Python: it iterates over a list the frame made")
+        codegen.load_const(iter, push_null=True)
+        for item in self.items[self.index:]:
+            codegen(item)
+        codegen.append("BUILD_LIST", arg=len(self.items) - self.index)
+        codegen.call(1)
 
     def next_item(self):
         """The next item, or None when exhausted (FOR_ITER then leaves the loop)."""
@@ -389,6 +401,9 @@ class LazyIteratorVariable(ListIteratorVariable):
 
     def __init__(self):
         super().__init__([])
+
+    def reconstruct(self, codegen):
+        VariableTracker.reconstruct(self, codegen)  # its items are not made yet: from its source only
 
     def unpack_var_sequence(self, tx):
         if self.is_endless():

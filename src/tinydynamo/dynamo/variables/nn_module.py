@@ -34,6 +34,7 @@ from .lists import ListIteratorVariable, ListVariable, TupleVariable
 from .tensor import TensorVariable
 
 SEQUENCE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential)
+DICT_CONTAINERS = (torch.nn.ModuleDict, torch.nn.ParameterDict)  # keyed: iterated, indexed and viewed by key
 # Methods that walk a module tree, answered from the real module.
 WALKS = ("modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
          "buffers", "named_buffers")
@@ -68,7 +69,7 @@ class NNModuleVariable(VariableTracker):
         swapped = tx.output.reparametrized.get((id(module), name))
         if swapped is not None:
             return swapped
-        if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+        if name in ("keys", "values", "items") and isinstance(module, DICT_CONTAINERS):
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
         if name in WALKS or name == "to":
             return GetAttrVariable(self, name)  # answered by call_method, not inlined
@@ -155,11 +156,11 @@ class NNModuleVariable(VariableTracker):
         module = self.module
         if name == "__len__" and not args:
             return ConstantVariable(self.guarded_len(tx))
-        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict, torch.nn.ParameterList)):
+        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + DICT_CONTAINERS + (torch.nn.ParameterList,)):
             return self.getitem(tx, args[0].as_python_constant())
-        if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+        if name in ("keys", "values", "items") and isinstance(module, DICT_CONTAINERS):
             return self.dict_view(tx, name)
-        if name == "__contains__" and isinstance(module, torch.nn.ModuleDict):
+        if name == "__contains__" and isinstance(module, DICT_CONTAINERS):
             return ConstantVariable(args[0].as_python_constant() in self.guarded_keys(tx))
         if name in WALKS:
             return self.walk(tx, name, args, kwargs)
@@ -271,6 +272,11 @@ class NNModuleVariable(VariableTracker):
         if isinstance(self.module, torch.nn.ModuleDict):
             self.guarded_keys(tx)
             return tx.build(self.module[key], self.child_source(key))
+        if isinstance(self.module, torch.nn.ParameterDict) and key in self.module._parameters:
+            self.guarded_keys(tx)
+            return tx.build(self.module[key], GetItemSource(AttrSource(self.source, "_parameters"), key))
+        if isinstance(self.module, torch.nn.ParameterDict):
+            unsupported(f"the item {key!r} of a ParameterDict that is not a parameter")
         index = range(self.guarded_len(tx))[key]  # negative indexes count from the end
         if isinstance(self.module, torch.nn.ParameterList):  # its parameters are named "0", "1"...
             return tx.build(self.module[index], GetItemSource(AttrSource(self.source, "_parameters"), str(index)))
@@ -281,7 +287,9 @@ class NNModuleVariable(VariableTracker):
         return len(self.module)
 
     def guarded_keys(self, tx):
-        tx.output.add_guard(Guard(AttrSource(self.source, "_modules"), "DICT_KEYS", list(self.module.keys())))
+        """A ModuleDict's or ParameterDict's keys, in order (kept in ``_modules`` or ``_keys``)."""
+        table = "_keys" if isinstance(self.module, torch.nn.ParameterDict) else "_modules"
+        tx.output.add_guard(Guard(AttrSource(self.source, table), "DICT_KEYS", list(self.module.keys())))
         return list(self.module.keys())
 
     def dict_view(self, tx, name):
@@ -296,14 +304,14 @@ class NNModuleVariable(VariableTracker):
     def unpack_var_sequence(self, tx):
         if isinstance(self.module, SEQUENCE_CONTAINERS):
             return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
-        if isinstance(self.module, torch.nn.ModuleDict):
+        if isinstance(self.module, DICT_CONTAINERS):
             return [wrap_constant(k) for k in self.guarded_keys(tx)]
         if isinstance(self.module, torch.nn.ParameterList):
             return [self.getitem(tx, i) for i in range(self.guarded_len(tx))]
         unsupported(f"iterating over a {type(self.module).__name__}")
 
     def truthy(self, tx):
-        if isinstance(self.module, SEQUENCE_CONTAINERS + (torch.nn.ModuleDict,)):
+        if isinstance(self.module, SEQUENCE_CONTAINERS + DICT_CONTAINERS):
             return self.guarded_len(tx) > 0
         return True
 

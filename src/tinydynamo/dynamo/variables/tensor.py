@@ -93,6 +93,8 @@ class TensorVariable(VariableTracker):
             return tx.build(self.python_cls)
         if name in ("is_cuda", "is_cpu", "is_meta"):
             return ConstantVariable(self.device.type == name[3:])
+        if name == "grad" and tx.output.side_effects.pending_attr(self, name) is not None:
+            return tx.output.side_effects.pending_attr(self, name)  # assigned earlier in the frame
         if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)
             return tx.build(tx.output.real_value(self).grad, AttrSource(self.source, "grad"))
         if name == "data":  # the same values, cut from autograd (a detach), as torch._dynamo records it
@@ -120,6 +122,13 @@ class TensorVariable(VariableTracker):
         if len(flags) > 1 or not all(f.is_python_constant() for f in flags):
             return False
         return self.example_value.requires_grad == (flags[0].as_python_constant() if flags else True)
+
+    def store_attr(self, tx, name, value):
+        """``p.grad = None`` (gradients zeroed by hand) or ``p.grad = g`` on an input: replayed
+        after the graph; later reads in the frame see the new value."""
+        if name != "grad" or self.source is None:
+            unsupported(f"assigning attribute {name!r} of {self} (a side effect)")
+        tx.output.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name, args, kwargs):
         if name == "numpy" and not args and not kwargs:  # torch.Tensor.numpy(x), which torch.py answers
@@ -299,6 +308,9 @@ def trace_op(tx, kind, target, args, kwargs):
         target = INPLACE_TO_BINARY[target]  # `n += x` on an int: nothing is mutated, n is rebound
     if kind == "call_function" and getattr(target, "__name__", None) in UNSUPPORTED_METHODS:
         unsupported(UNSUPPORTED_METHODS[target.__name__])  # torch.Tensor.requires_grad_(x)
+    if reshapes_a_symbolic_input(tx, kind, target, args):
+        unsupported(f"{describe(kind, target)} changes the sizes of an input whose sizes are symbolic "
+                    "(Python reads them back from the input after the graph)")
     device = result_device(kind, target, args, kwargs)
     effects = EffectRecorder() if tx.output.records_effects() else nullcontext()  # it may run concurrently
     with effects:
@@ -430,6 +442,21 @@ def wrap_result(tx, proxy, example, device, inputs):
     if is_constant_value(example):
         return wrap_constant(example)
     unsupported(f"an op returning {type(example).__name__}")
+
+
+# In-place ops that change a tensor's sizes or strides, not its values
+RESHAPING_IN_PLACE = {"unsqueeze_", "squeeze_", "t_", "transpose_", "swapaxes_", "swapdims_", "resize_",
+                      "resize_as_", "as_strided_", "set_"}
+
+
+def reshapes_a_symbolic_input(tx, kind, target, args):
+    """``x.unsqueeze_(0)`` on an input while sizes are symbols: the code after the graph rebuilds
+    a size from the input (``x.size()[1]``), where it has moved."""
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    if name not in RESHAPING_IN_PLACE or not args or not isinstance(args[0], TensorVariable):
+        return False
+    sources = [source for found in tx.output.shape_env.var_to_sources.values() for source in found]
+    return any(isinstance(source, SizeSource) and source.base == args[0].source for source in sources)
 
 
 def is_inplace(kind, target, kwargs):

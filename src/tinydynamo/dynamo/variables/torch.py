@@ -155,9 +155,26 @@ def is_torch_callable(value):
         return True
     if getattr(value, "__objclass__", None) is torch._C.TensorBase:  # torch.Tensor.add & co
         return True
+    if isinstance(value, types.FunctionType) and closes_over_objects(value):
+        return False
     is_function = isinstance(value, (types.FunctionType, types.BuiltinFunctionType,
                                      types.MethodDescriptorType, types.WrapperDescriptorType))
     return is_function and (module == "torch" or module.startswith("torch."))
+
+
+def closes_over_objects(fn):
+    """Whether ``fn`` is a wrapper made at run time around objects: an LR scheduler wraps
+    ``optimizer.step`` in one that holds the optimizer (by a weakref), with the wrapped function's
+    ``__module__``. Not an op: running it to compute its result would step the optimizer."""
+    plain = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, functools.partial)
+    for cell in fn.__closure__ or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if not (isinstance(contents, plain) or is_constant_value(contents)):
+            return True
+    return False
 
 
 def is_autograd_function_apply(fn):
@@ -242,7 +259,12 @@ class TorchFunctionVariable(VariableTracker):
                           **{k: v.as_python_constant() for k, v in kwargs.items()})
             if is_constant_value(result):
                 return wrap_constant(result)
-        return trace_op(tx, "call_function", self.fn, args, kwargs)
+        result = trace_op(tx, "call_function", self.fn, args, kwargs)
+        if not args and not kwargs and isinstance(result, ConstantVariable):
+            # torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()...: global
+            # state, read now and guarded, as STATE_QUERIES are
+            tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, result.value)))
+        return result
 
     def call_with_arrays(self, tx, args, kwargs, arrays):
         """``torch.from_numpy(a)`` / ``torch.as_tensor(a)``: the tensor behind the array (shared
