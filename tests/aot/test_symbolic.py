@@ -293,3 +293,18 @@ def test_a_write_into_a_transposed_activation_trains_with_symbolic_sizes():
         writes_a_row_of_a_transposed_sum(*theirs).sum().backward()
         for a, b in zip(ours, theirs):
             assert_close(a.grad, b.grad)
+
+
+def upsamples_by_a_fraction(x):
+    return F.interpolate(x, scale_factor=2.5, mode="bilinear", recompute_scale_factor=True)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_op_that_takes_concrete_sizes_only_is_compiled_per_shape(backend):
+    """F.interpolate(recompute_scale_factor=True) computes its output size as a float, which
+    torch's composite kernel accepts only as a concrete int: after the recompile that made the
+    height a symbol, the call raised. That graph is now compiled once per shape."""
+    compiled = tinydynamo.compile(upsamples_by_a_fraction, backend=backend)
+    for n in (4, 5, 6):
+        x = torch.randn(1, 2, n, 5)
+        assert_close(compiled(x), upsamples_by_a_fraction(x))

@@ -26,6 +26,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
+from ..symbolic_shapes import SymbolicShapeError
 from ..utils import unseen_by_saved_tensors_hooks
 from .schemas import InputInfo, OutputInfo, OutputType, ViewAndMutationMeta
 from .tracer import DispatchTracer, onednn, to_meta
@@ -260,6 +261,10 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None, cloned_activatio
     try:
         current, outputs = _run_forward(tracer, fn, traced_inputs, with_backward, prepare)
     except RuntimeError as error:
+        if tracer.symbolic and not _writes_a_leaf(error):  # an op of torch's that takes concrete sizes only
+            # (F.interpolate's recompute_scale_factor); the graph is then compiled per shape
+            raise SymbolicShapeError(f"tinydynamo.aot: the program failed with symbolic sizes "
+                                     f"({str(error).strip().splitlines()[0][:200]})") from error
         if not _writes_a_leaf(error):
             raise
         if cloned_activations:  # a leaf of the caller's: eager raises the same error
