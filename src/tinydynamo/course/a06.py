@@ -412,15 +412,10 @@ def build_dropout_branch():
     return DropoutBranch(), inputs, lambda out: (out**2).mean()
 
 
-class NoiseBranch(torch.nn.Module):
+class NoiseBranch(DropoutBranch):
     """The noise ``torch.rand_like(h)`` is drawn from ``h``, which the backward needs anyway (for
     the GELU): recomputing it looks free. (Dropout's ``bernoulli`` reads an ``empty_like``, which no
     partitioner recomputes, so ``DropoutBranch`` alone does not show a random op treated as cheap.)"""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 32)
-        self.fc2 = torch.nn.Linear(32, 4)
 
     def forward(self, x):
         h = self.fc1(x)

@@ -423,18 +423,28 @@ def time_limit(seconds, what):
         yield
         return
 
-    def interrupt(signum, frame):
-        raise LearnerTimeout(f"{what} ran past its time limit of {seconds:g} s (an infinite loop?)")
+    started, message = time.monotonic(), f"{what} ran past its time limit of {seconds:g} s (an infinite loop?)"
+    try:
+        with _alarm(seconds, LearnerTimeout(message)):
+            yield
+    finally:
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
-    previous, started = signal.signal(signal.SIGALRM, interrupt), time.monotonic()
+
+@contextlib.contextmanager
+def _alarm(seconds, error):
+    """Raise ``error`` in the block once it has run ``seconds`` (a SIGALRM timer)."""
+    def interrupt(signum, frame):
+        raise error
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if outer:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
 
 # --------------------------------------------------------------------------- mutation check
@@ -512,26 +522,13 @@ def mutate(cells, mutant):
     return cells, index
 
 
-@contextlib.contextmanager
-def _time_limit(seconds):
-    def interrupt(signum, frame):
-        raise CellTimeout(f"the cell ran past its time limit of {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _run_cell(cell, index, namespace, timeout):
     """Run one cell as nbgrader would; returns the error text, "" if it raised nothing."""
     filename = f"<cell {index}: {cell.grade_id or 'code'}>"
     linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
     try:
-        with _time_limit(timeout), contextlib.redirect_stdout(io.StringIO()), \
+        with _alarm(timeout, CellTimeout(f"the cell ran past its time limit of {timeout} s")), \
+                contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             exec(compile(cell.source, filename, "exec"), namespace)
     except (Exception, CellTimeout) as error:  # noqa: BLE001 - the notebook's errors are what we grade
