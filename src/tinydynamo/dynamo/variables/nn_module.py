@@ -156,7 +156,8 @@ class NNModuleVariable(VariableTracker):
         module = self.module
         if name == "__len__" and not args:
             return ConstantVariable(self.guarded_len(tx))
-        if name == "__getitem__" and isinstance(module, SEQUENCE_CONTAINERS + DICT_CONTAINERS + (torch.nn.ParameterList,)):
+        indexed = SEQUENCE_CONTAINERS + DICT_CONTAINERS + (torch.nn.ParameterList,)
+        if name == "__getitem__" and isinstance(module, indexed):
             return self.getitem(tx, args[0].as_python_constant())
         if name in ("keys", "values", "items") and isinstance(module, DICT_CONTAINERS):
             return self.dict_view(tx, name)

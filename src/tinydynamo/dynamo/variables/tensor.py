@@ -93,8 +93,9 @@ class TensorVariable(VariableTracker):
             return tx.build(self.python_cls)
         if name in ("is_cuda", "is_cpu", "is_meta"):
             return ConstantVariable(self.device.type == name[3:])
-        if name == "grad" and tx.output.side_effects.pending_attr(self, name) is not None:
-            return tx.output.side_effects.pending_attr(self, name)  # assigned earlier in the frame
+        assigned = tx.output.side_effects.pending_attr(self, name) if name == "grad" else None
+        if assigned is not None:  # p.grad = ... earlier in the frame
+            return assigned
         if name == "grad" and self.source is not None:  # an input's .grad: an input too (or None)
             return tx.build(tx.output.real_value(self).grad, AttrSource(self.source, "grad"))
         if name == "data":  # the same values, cut from autograd (a detach), as torch._dynamo records it
