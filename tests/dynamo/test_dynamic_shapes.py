@@ -590,3 +590,17 @@ def test_an_input_reshaped_in_place_reports_its_sizes_after_a_recompile(fn):
         assert [type(v) for v in ours] == [type(v) for v in theirs]
         assert [v for v in ours if not isinstance(v, torch.Tensor)] == \
             [v for v in theirs if not isinstance(v, torch.Tensor)]
+
+
+def tags_by_width(x, name):
+    return {"%s:%d" % (name, x.shape[-1]): x * 2}
+
+
+def test_percent_formatting_of_a_symbolic_size_specialises_it_as_an_f_string_does():
+    """It broke the graph after the recompile that made the width a symbol."""
+    compiled = tinydynamo.compile(tags_by_width, backend="eager")
+    for width in (3, 4, 5):
+        x = torch.randn(2, width)
+        assert list(compiled(x, "a")) == list(tags_by_width(x, "a")) == [f"a:{width}"]
+    explanation = tinydynamo.explain(tags_by_width)(torch.randn(2, 6), "a")
+    assert not explanation.break_reasons

@@ -175,6 +175,9 @@ class BuiltinVariable(VariableTracker):
         result = user_operator(tx, self.fn, args)
         if result is not None:
             return result
+        if self.fn is operator.mod and isinstance(args[0], ConstantVariable) and isinstance(args[0].value, str):
+            # "%s:%d" % (name, x.shape[-1]): formatted as an f-string is, a symbolic size specialised
+            return ConstantVariable(fold(operator.mod, args[0].value, args[1].as_python_constant()))
         unsupported(f"operator {self.fn.__name__} on {args}")
 
     def call_getitem(self, tx, obj, index):
