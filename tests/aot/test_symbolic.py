@@ -308,3 +308,18 @@ def test_an_op_that_takes_concrete_sizes_only_is_compiled_per_shape(backend):
     for n in (4, 5, 6):
         x = torch.randn(1, 2, n, 5)
         assert_close(compiled(x), upsamples_by_a_fraction(x))
+
+
+def picks_rows(x, i):
+    return x[[0, i]]
+
+
+def test_a_list_index_with_a_symbolic_int_gives_eagers_rows_on_inductor():
+    """Compiling per shape, only for the ops that take concrete sizes, not for every failure: this
+    graph's per-shape compile got an int input that inductor took for a tensor."""
+    compiled = tinydynamo.compile(picks_rows, backend="inductor")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the recompile with a symbolic i may run eagerly, with a warning
+        for i in (0, 1, 2):
+            x = torch.randn(4, 3)
+            assert_close(compiled(x, i), picks_rows(x, i))

@@ -144,3 +144,25 @@ def test_a_parameter_dict_is_iterated_indexed_and_viewed_in_one_graph():
     torch.testing.assert_close(grads, [p.grad for p in model.parameters()])
     explanation = tinydynamo.explain(model)(x)
     assert (explanation.graph_count, len(explanation.break_reasons)) == (1, 0), explanation.break_reasons
+
+
+class SlicesAParameterList(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weights = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(3)) for _ in range(3)])
+
+    def forward(self, x):
+        for w in self.weights[1:]:
+            x = x * w
+        return x
+
+
+def test_a_sliced_parameter_list_is_traced_and_compiled_once():
+    """The slice broke the graph, and the resume function, guarded on the new ParameterList the
+    slice made, compiled again on every call."""
+    torch.manual_seed(0)
+    model, x = SlicesAParameterList(), torch.randn(2, 3)
+    compiled = tinydynamo.compile(model, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), model(x))
+    assert tinydynamo.stats()["frames_compiled"] == 1 and tinydynamo.stats()["graph_breaks"] == 0

@@ -261,8 +261,9 @@ def capture(fn, inputs, *, with_backward, symbolic_inputs=None, cloned_activatio
     try:
         current, outputs = _run_forward(tracer, fn, traced_inputs, with_backward, prepare)
     except RuntimeError as error:
-        if tracer.symbolic and not _writes_a_leaf(error):  # an op of torch's that takes concrete sizes only
-            # (F.interpolate's recompute_scale_factor); the graph is then compiled per shape
+        if tracer.symbolic and "expected to contain only concrete integers" in str(error):
+            # a composite op of torch's that takes concrete sizes only (F.interpolate's
+            # recompute_scale_factor): the graph is then compiled per shape
             raise SymbolicShapeError(f"tinydynamo.aot: the program failed with symbolic sizes "
                                      f"({str(error).strip().splitlines()[0][:200]})") from error
         if not _writes_a_leaf(error):

@@ -264,7 +264,7 @@ class NNModuleVariable(VariableTracker):
 
     def getitem(self, tx, key):
 
-        if isinstance(key, slice) and isinstance(self.module, torch.nn.ModuleList):
+        if isinstance(key, slice) and isinstance(self.module, (torch.nn.ModuleList, torch.nn.ParameterList)):
             return ListVariable([self.getitem(tx, i) for i in range(self.guarded_len(tx))[key]])
         if isinstance(key, slice) and isinstance(self.module, torch.nn.Sequential):
             return SequentialSliceVariable(tx, self, key)
