@@ -221,8 +221,8 @@ class VariableBuilder:
                                  dict_cls=type(value))
 
     def wrap_callable_or_object(self, value):
-        if getattr(value, "_torchdynamo_disable", False) is True:
-            skip_disabled_function(value)
+        if isinstance(value, types.FunctionType) and value.__dict__.get("_torchdynamo_disable") is True:
+            skip_disabled_function(value)  # (getattr could run __getattr__: torch.classes raises)
         if id(value) in NUMPY_NAMES and NUMPY_NAMES[id(value)] is not None:  # np.mean, np.linalg.norm
             self.guard("ID_MATCH", value)
             return NumpyFunctionVariable(value, NUMPY_NAMES[id(value)], self.source)
