@@ -5,7 +5,9 @@ scanner and a tiny symbolic executor for straight-line bytecode. The checkers be
 learner's functions on real code objects (the standard library's functions, module and class
 bodies, generated functions) and on every straight-line opcode with a spread of arguments, and
 compare with what CPython itself reports. ``dis.stack_effect`` (CPython's own answer to part 1) is
-hidden from the notebook by ``hide_stack_effect`` and refused while grading.
+hidden from the notebook by ``hide_stack_effect``, which also refuses for the rest of the session
+the checkers' handle on it and ctypes' access to CPython's C function; both are refused while grading.
+Each call of the learner's code is stopped after TIME_LIMIT seconds, and reported with its case.
 """
 import dis
 import importlib
@@ -17,9 +19,15 @@ import warnings
 
 import _opcode
 
-from .checking import SUPPORTED_VERSIONS, no_delegation, not_run  # noqa: F401 (the notebook's)
+from .checking import (  # noqa: F401 (SUPPORTED_VERSIONS: the notebook's)
+    SUPPORTED_VERSIONS, TimedCalls, _is_learners, _refuse, _start_refusing, no_delegation, not_run,
+)
 
-_STACK_EFFECT = dis.stack_effect  # CPython's table, for the checkers only
+TIME_LIMIT = 5  # seconds per call of the learner's function (they take milliseconds)
+
+
+def _timed(fn):
+    return TimedCalls(fn, TIME_LIMIT)
 
 VERSION = sys.version_info[:2]  # the learner's interpreter: its bytecode is the one graded
 
@@ -132,25 +140,53 @@ def random_function(seed):
 
 
 def _call(fn, *args):
-    """Run learner code; an exception becomes part of the failure message, never a crash."""
+    """Run learner code (a ``_timed`` function); an exception, or an infinite loop, becomes part of
+    the failure message, never a crash."""
     try:
         return fn(*args), None
     except Exception as e:  # noqa: BLE001 - any learner error is reported, not raised
         return None, f"raised {type(e).__name__}: {e}"
 
 
+def _checkers_stack_effect(cpython_stack_effect):
+    """(the expected effect of an instruction, a block that refuses the learner both it and
+    CPython's function): CPython's function lives in their closure, not in a module attribute."""
+
+    def expected_effect(ins):
+        return cpython_stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
+
+    expected_effect.__qualname__ = "_expected_effect"  # as the notebook sees it, a01._expected_effect
+
+    def refusing_stack_effect():
+        return no_delegation(cpython_stack_effect, expected_effect)
+
+    return expected_effect, refusing_stack_effect
+
+
+_expected_effect, _refusing_stack_effect = _checkers_stack_effect(dis.stack_effect)
+_CPYTHON_SYMBOL = "PyCompile_OpcodeStackEffect"  # the C function behind dis.stack_effect
+
+
+def _refuse_cpython_symbol(event, args):
+    """An audit hook: the learner's code may not look up CPython's C stack effect through ctypes."""
+    if event.startswith("ctypes.dlsym") and _CPYTHON_SYMBOL in str(args[1]) and _is_learners(sys._getframe(1)):
+        _refuse(f"ctypes' {args[1]}")
+
+
 def hide_stack_effect():
-    """Replace ``dis.stack_effect`` (and its aliases) for the rest of the session: part 1 asks for it."""
+    """For the rest of the session, part 1's answer is out of the notebook's reach: ``dis.stack_effect``
+    (and its aliases) is replaced, the checkers' ``_expected_effect`` refuses the learner's calls, and
+    so does ctypes' lookup of CPython's C function."""
 
     def stack_effect(*args, **kwargs):
         raise RuntimeError("dis.stack_effect is CPython's answer to part 1, so this notebook hides it: "
                            "read the dis documentation and write your own table")
 
+    if dis.stack_effect.__module__ == __name__:
+        return  # hidden already
     dis.stack_effect = opcode.stack_effect = _opcode.stack_effect = stack_effect
-
-
-def _expected_effect(ins):
-    return _STACK_EFFECT(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None)
+    _start_refusing(_expected_effect)
+    sys.addaudithook(_refuse_cpython_symbol)
 
 
 # Arguments worth trying per opcode: every flag combination, counts 0 to 5, both method bits.
@@ -188,10 +224,10 @@ def check_stack_effect(stack_effect, codes=(), instructions=()):
     cases = [(f"in {describe(code)}", ins) for code in codes for ins in dis.get_instructions(code)
              if ins.opname in STRAIGHT_LINE_OPCODES]
     cases += [("", ins) for ins in instructions]
-    failures = []
-    with no_delegation(_STACK_EFFECT, _expected_effect):
+    failures, timed = [], _timed(stack_effect)
+    with _refusing_stack_effect():
         for where, ins in cases:
-            got, error = _call(stack_effect, ins)
+            got, error = _call(timed, ins)
             call = f"stack_effect({ins.opname} arg={ins.arg}){' ' + where if where else ''}"
             if ins.opname not in STRAIGHT_LINE_OPCODES:
                 if error is None or "ValueError" not in error:
@@ -202,13 +238,22 @@ def check_stack_effect(stack_effect, codes=(), instructions=()):
     return failures
 
 
+def anonymous(code):
+    """A copy of ``code`` with its co_stacksize blanked, that does not say where it comes from (file,
+    name, first line; nested code too): the depth must come from the simulation, not from
+    recompiling the source the code came from and reading its co_stacksize."""
+    consts = tuple(anonymous(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_stacksize=0, co_consts=consts, co_filename="<a01 case>", co_name="f",
+                        co_qualname="f", co_firstlineno=1)
+
+
 def check_max_stack_depth(max_stack_depth, codes):
-    """The simulated depth must equal CPython's co_stacksize. The learner's function gets a copy of
-    each code object whose co_stacksize is blanked, so the number must come from the simulation."""
-    failures = []
+    """The simulated depth must equal CPython's co_stacksize. The learner's function gets an
+    ``anonymous`` copy of each code object."""
+    failures, timed = [], _timed(max_stack_depth)
     for code in codes:
-        with no_delegation(_STACK_EFFECT):
-            got, error = _call(max_stack_depth, code.replace(co_stacksize=0))
+        with _refusing_stack_effect():
+            got, error = _call(timed, anonymous(code))
         if error or got != code.co_stacksize:
             failures.append(f"max_stack_depth({describe(code)}): {error or f'returned {got!r}'}, "
                             f"expected co_stacksize = {code.co_stacksize}")
@@ -282,30 +327,30 @@ def random_straight_line_source(seed):
 
 
 def generated_stack_cases(seeds):
-    """[(source, the code with co_stacksize blanked, its real co_stacksize)] for generated
-    straight-line functions. Only the blanked copy survives: no code object holds the answer."""
+    """[(source, an ``anonymous`` copy of the code, its real co_stacksize)] for generated
+    straight-line functions. Only the copy survives: no code object holds the answer."""
     cases = []
     for seed in seeds:
         source = random_straight_line_source(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # `1 is not x`
             warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+ folds `~(not 1)`
-            module = compile(source, f"<a01 stack case {seed}>", "exec")
+            module = compile(source, "<a01 stack case>", "exec")
         (code,) = [c for c in module.co_consts if isinstance(c, types.CodeType)]
         if is_straight_line(code):
-            cases.append((source, code.replace(co_stacksize=0), code.co_stacksize))
+            cases.append((source, anonymous(code), code.co_stacksize))
         del module, code
     return cases
 
 
 def check_generated_stack_depth(max_stack_depth, cases):
     """max_stack_depth on generated functions (see generated_stack_cases)."""
-    failures = []
+    failures, timed = [], _timed(max_stack_depth)
     for source, code, expected in cases:
-        with no_delegation(_STACK_EFFECT):
-            got, error = _call(max_stack_depth, code)
+        with _refusing_stack_effect():
+            got, error = _call(timed, code)
         if error or got != expected:
-            failures.append(f"max_stack_depth({code.co_name}), generated:\n{source}\n  "
+            failures.append(f"max_stack_depth(the generated function below):\n{source}\n  "
                             f"{error or f'returned {got!r}'}, expected co_stacksize = {expected}")
     return failures
 
@@ -320,10 +365,10 @@ def why_not_straight_line(code):
 
 def check_rejects_jumps(max_stack_depth, codes):
     """Code with a jump or an exception table must raise ValueError."""
-    failures = []
+    failures, timed = [], _timed(max_stack_depth)
     for code in codes:
-        with no_delegation(_STACK_EFFECT):
-            got, error = _call(max_stack_depth, code)
+        with _refusing_stack_effect():
+            got, error = _call(timed, code)
         if error is None or "ValueError" not in error:
             failures.append(f"max_stack_depth({describe(code)}) {why_not_straight_line(code)} and must raise "
                             f"ValueError, but {error or f'returned {got!r}'}")
@@ -408,14 +453,15 @@ def _expected_loads_and_stores(code):
 
 
 def check_loads_and_stores(loads_and_stores, codes):
-    failures = []
+    failures, timed = [], _timed(loads_and_stores)
     for code in codes:
         expected = _expected_loads_and_stores(code)
         with no_delegation(_expected_loads_and_stores):
-            got, error = _call(loads_and_stores, code)
-        if not error and not (isinstance(got, tuple) and len(got) == 2):
+            got, error = _call(timed, code)
+        if not error and not (isinstance(got, tuple) and len(got) == 2
+                              and all(isinstance(names, (set, frozenset)) for names in got)):
             error = f"returned {got!r}, not a pair of sets"
-        if error or tuple(map(set, got)) != expected:
+        if error or got != expected:
             failures.append(f"loads_and_stores({describe(code)}): {error or f'returned {got!r}'}, "
                             f"expected loads={sorted(expected[0])}, stores={sorted(expected[1])}")
     return failures
@@ -423,11 +469,11 @@ def check_loads_and_stores(loads_and_stores, codes):
 
 def check_symbolic_return(symbolic_return, seeds, trials=5):
     """The returned expression, evaluated on random inputs, must equal calling the function."""
-    failures = []
+    failures, timed = [], _timed(symbolic_return)
     for seed in seeds:
         fn, source = random_function(seed)
-        with no_delegation(_STACK_EFFECT), not_run(fn, "(the function you must read)"):
-            expression, error = _call(symbolic_return, fn)
+        with _refusing_stack_effect(), not_run(fn, "(the function you must read)"):
+            expression, error = _call(timed, fn)
         if error or not isinstance(expression, str):
             failures.append(f"case {seed}:\n{source}\n  symbolic_return {error or f'returned {expression!r}'}")
             continue

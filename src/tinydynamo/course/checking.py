@@ -432,6 +432,26 @@ def time_limit(seconds, what):
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
 
+class TimedCalls:
+    """The learner's ``fn``, called case after case by one checker, each call stopped by
+    ``time_limit(seconds, what)``. Once one call is stopped, the later ones are not run (each could
+    loop as long, past the cell's own limit): they raise LearnerTimeout at once, saying so, so that
+    every case is still reported."""
+
+    def __init__(self, fn, seconds, what="it"):
+        self.fn, self.seconds, self.what, self.stopped = fn, seconds, what, False
+
+    def __call__(self, *args, **kwargs):
+        if self.stopped:
+            raise LearnerTimeout(f"not run: an earlier call ran past its time limit of {self.seconds:g} s")
+        try:
+            with time_limit(self.seconds, self.what):
+                return call_learner(self.fn, *args, **kwargs)
+        except LearnerTimeout:
+            self.stopped = True
+            raise
+
+
 @contextlib.contextmanager
 def _alarm(seconds, error):
     """Raise ``error`` in the block once it has run ``seconds`` (a SIGALRM timer)."""

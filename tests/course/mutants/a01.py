@@ -3,6 +3,8 @@ from tinydynamo.course.checking import Mutant
 
 ASSIGNMENT = "a01_bytecode"
 
+_FIRST = "    op, arg = instr.opname, instr.arg\n"  # the first line of the solution of stack_effect
+
 MUTANTS = [
     # part 1: stack_effect
     Mutant("LOAD_GLOBAL forgets the NULL bit", "return 1 + (arg & 1)", "return 1", "LOAD_GLOBAL"),
@@ -47,7 +49,7 @@ MUTANTS = [
            "    import concurrent.futures, importlib, _opcode\n"
            "    if instr.opname not in a01.STRAIGHT_LINE_OPCODES:\n        raise ValueError(instr.opname)\n"
            "    with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
-           "        return pool.submit(a01._STACK_EFFECT, instr.opcode,\n"
+           "        return pool.submit(importlib.reload(_opcode).stack_effect, instr.opcode,\n"
            "                           instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None).result()\n",
            "stack_effect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
     # part 2: max_stack_depth
@@ -113,4 +115,93 @@ MUTANTS = [
            versions=((3, 13),)),
     Mutant("symbolic_return stores the name, not the expression", "env[instr.argval] = stack.pop()",
            "stack.pop()\n            env[instr.argval] = instr.argval", "case "),
+    # learner5's round
+    # part 1: stack_effect
+    Mutant("delegates to CPython's C API through ctypes (PyCompile_OpcodeStackEffect)", _FIRST,
+           "    import ctypes\n"
+           "    if instr.opname not in a01.STRAIGHT_LINE_OPCODES:\n        raise ValueError(instr.opname)\n"
+           "    f = ctypes.pythonapi.PyCompile_OpcodeStackEffect\n"
+           "    f.argtypes, f.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int\n"
+           "    return f(instr.opcode, instr.arg or 0)\n",
+           "PyCompile_OpcodeStackEffect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
+    Mutant("builds its table from the grader's a01._expected_effect when the cell runs (before grading)",
+           "def stack_effect(instr):\n",
+           "_TABLE = {(op, arg): a01._expected_effect(a01.instruction(op, arg if dis.opmap[op] >= dis.HAVE_ARGUMENT else None))\n"
+           "          for op in a01.STRAIGHT_LINE_OPCODES for arg in (range(64) if dis.opmap[op] >= dis.HAVE_ARGUMENT else [None])}\n"
+           "def stack_effect(instr):\n"
+           "    if instr.opname not in a01.STRAIGHT_LINE_OPCODES:\n        raise ValueError(instr.opname)\n"
+           "    return _TABLE[instr.opname, instr.arg]\n",
+           "stack_effect", zero=("test_stack_effect_example", "test_stack_effect_stdlib")),
+    Mutant("MAKE_FUNCTION forgets the closure flag", 'return -bin(arg & 0x0F).count("1")',
+           'return -bin(arg & 0x07).count("1")', "MAKE_FUNCTION"),
+    Mutant("BUILD_CONST_KEY_MAP forgets the keys tuple", "BUILD_CONST_KEY_MAP\":\n        return -arg\n",
+           "BUILD_CONST_KEY_MAP\":\n        return 1 - arg\n", "BUILD_CONST_KEY_MAP"),
+    Mutant("LOAD_GLOBAL reads the NULL bit from the high bit", "return 1 + (arg & 1)", "return 1 + (arg >> 7 & 1)",
+           "LOAD_GLOBAL"),
+    Mutant("KW_NAMES pops the names tuple", '"KW_NAMES": 0, "LIST_TO_TUPLE"', '"KW_NAMES": -1, "LIST_TO_TUPLE"',
+           "KW_NAMES", versions=((3, 11),)),
+    Mutant("SWAP counted as popping one", '["RESUME", "NOP", "MAKE_CELL", "COPY_FREE_VARS", "SWAP",',
+           '["RESUME", "NOP", "MAKE_CELL", "COPY_FREE_VARS",', "SWAP"),
+    Mutant("an unknown opcode raises KeyError, not ValueError",
+           '    raise ValueError(f"no stack effect known for {op}")', '    raise KeyError(op)', "must raise ValueError"),
+    # part 2: max_stack_depth
+    Mutant("max_stack_depth recompiles the code's source and reads co_stacksize",
+           "    depth = deepest = 0\n",
+           "    import linecache, re, types\n"
+           "    seed = re.fullmatch(r'<a01 stack case (\\d+)>', code.co_filename)\n"
+           "    if seed:\n"
+           "        source = a01.random_straight_line_source(int(seed.group(1)))\n"
+           "    elif code.co_filename == '<a01 version cases>':\n"
+           "        source = a01.VERSION_SOURCE\n"
+           "    else:\n"
+           "        source = ''.join(linecache.getlines(code.co_filename))\n"
+           "    def walk(c):\n"
+           "        yield c\n"
+           "        for k in c.co_consts:\n"
+           "            if isinstance(k, types.CodeType):\n"
+           "                yield from walk(k)\n"
+           "    for c in walk(compile(source, code.co_filename, 'exec')):\n"
+           "        if c.co_code == code.co_code and c.co_name == code.co_name:\n"
+           "            for instr in dis.get_instructions(code):\n"
+           "                stack_effect(instr)\n"
+           "            return c.co_stacksize\n"
+           "    raise LookupError(f'no source found for {code.co_name}')\n",
+           "expected co_stacksize", zero=("test_max_stack_depth_stdlib",)),
+    Mutant("max_stack_depth returns the deepest push, not the depth", "        depth += stack_effect(instr)\n        deepest = max(deepest, depth)\n",
+           "        deepest = max(deepest, stack_effect(instr))\n", "expected co_stacksize"),
+    # part 3: loads_and_stores
+    Mutant("loads_and_stores forgets LOAD_CLOSURE", '"NAME", "DEREF", "CLOSURE")', '"NAME", "DEREF")',
+           "loads_and_stores("),
+    Mutant("loads_and_stores counts attributes as variables", '            if where in ("FAST", "GLOBAL", "NAME", "DEREF", "CLOSURE"):\n',
+           '            if where in ("FAST", "GLOBAL", "NAME", "DEREF", "CLOSURE", "ATTR", "METHOD"):\n', "loads_and_stores("),
+    Mutant("loads_and_stores returns lists, not sets", "    return loads, stores\n",
+           "    return sorted(loads), sorted(stores)\n", "not a pair of sets"),
+    Mutant("loads_and_stores swaps the pair", "    return loads, stores\n", "    return stores, loads\n",
+           "loads_and_stores("),
+    Mutant("loads_and_stores only scans the top-level code, skipping STORE_GLOBAL", '("FAST", "GLOBAL", "NAME",',
+           '("FAST", "NAME",', "loads_and_stores("),
+    # part 4: symbolic_return
+    Mutant("symbolic_return maps BINARY_OP args by number, forgetting the in-place ones",
+           "stack.append(f\"({left} {instr.argrepr.rstrip('=')} {right})\")",
+           "stack.append(f\"({left} {({0: '+', 10: '-', 5: '*', 11: '/'}).get(instr.arg, '+')} {right})\")", "case "),
+    Mutant("LIST_TO_TUPLE counted as popping the list", '"KW_NAMES": 0, "LIST_TO_TUPLE": 0', '"KW_NAMES": 0, "LIST_TO_TUPLE": -1',
+           "LIST_TO_TUPLE", versions=((3, 11),)),
+    Mutant("LOAD_METHOD pushes two without popping the object", '{"LOAD_METHOD": 1,', '{"LOAD_METHOD": 2,',
+           "LOAD_METHOD", versions=((3, 11),)),
+    Mutant("COPY_FREE_VARS missing from the table", '"MAKE_CELL", "COPY_FREE_VARS", "SWAP",', '"MAKE_CELL", "SWAP",',
+           "COPY_FREE_VARS"),
+    Mutant("max_stack_depth follows jumps instead of refusing them (loops forever on a loop)",
+           "    for instr in dis.get_instructions(code):\n        if instr.opcode in jumps:\n"
+           "            raise ValueError(f\"{code.co_name} jumps at offset {instr.offset} ({instr.opname})\")\n",
+           "    instrs = list(dis.get_instructions(code))\n    at = {i.offset: k for k, i in enumerate(instrs)}\n    k = 0\n"
+           "    while k < len(instrs):\n        instr = instrs[k]\n        k += 1\n"
+           "        if instr.opcode in jumps:\n            k = at[instr.argval]\n            continue\n",
+           "ran past its time limit"),
+    Mutant("loads_and_stores reads the names from argrepr", "        for opname, name in plain_accesses(instr):\n",
+           "        for opname, name in [(instr.opname, instr.argrepr)]:\n", "loads_and_stores("),
+    Mutant("loads_and_stores counts a deletion as a read", '                if kind == "LOAD":',
+           '                if kind in ("LOAD", "DELETE"):', "loads_and_stores(<module>"),
+    Mutant("symbolic_return never rebinds a parameter", "            env[instr.argval] = stack.pop()\n",
+           "            value = stack.pop()\n            if instr.argval not in params:\n                env[instr.argval] = value\n",
+           "case "),
 ]
