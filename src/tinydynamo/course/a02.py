@@ -20,7 +20,8 @@ The checkers run scenarios (real functions, a zoo model, several wrappers of one
 small cache limit) twice: with the reference pieces and with the learner's. Every call must give
 eager PyTorch's result and behave as in the reference pipeline: the same compiled graph runs (or
 none), the hook answers the same frames without calling back, the same code objects are compiled,
-and the recompile counter and the cache limit warnings agree.
+and the recompile counter and the cache limit warnings agree. Each call of a learner's piece is
+stopped after TIME_LIMIT seconds, and the infinite loop reported with its case.
 """
 import atexit
 import collections
@@ -46,8 +47,10 @@ from ..dynamo.convert_frame import ConvertFrame
 from ..dynamo.api import OptimizedModule, with_callback
 from ..dynamo.guards import GuardBuilder
 from ..utils import counters
-from .checking import no_delegation
+from .checking import TimedCalls, no_delegation, time_limit
 from .feedback import learner_location
+
+TIME_LIMIT = 10  # seconds per call of a learner's piece (on_cache_miss's includes the translation)
 
 try:
     from .._C import _eval_frame as _C
@@ -93,11 +96,13 @@ class LearnerError(Exception):
 
 
 def reported(fn, name):
-    """``fn``, with its exceptions turned into a LearnerError that names it and the line."""
+    """``fn``, with its exceptions turned into a LearnerError that names it and the line, and each
+    call stopped after TIME_LIMIT seconds (an infinite loop)."""
 
     def call(*args):
         try:
-            return fn(*args)
+            with time_limit(TIME_LIMIT, f"your {name}"):
+                return fn(*args)
         except LearnerError:
             raise
         except Exception as e:  # noqa: BLE001 - reported with the scenario that triggered it
@@ -274,6 +279,7 @@ def skip_corpus():
     import torch.nn.parallel
     import typing_extensions
 
+    from ..bench import harness
     from ..testing import models
 
     user = user_module("a02_user", USER_SOURCE)
@@ -289,14 +295,15 @@ def skip_corpus():
         type(traced).forward.__code__, guard.__code__, importlib._bootstrap._find_and_load.__code__,
         torch.nn.Module.__call__.__code__, torch.nn.Module._call_impl.__code__,
         torch.nn.Linear.__init__.__code__, torch.nn.ReLU.forward.__code__,
-        torch.nn.Sequential.forward.__code__, torch.functional.einsum.__code__,
+        torch.nn.Sequential.forward.__code__, torch.nn.Conv2d._conv_forward.__code__, torch.functional.einsum.__code__,
         torch.nn.parallel.DataParallel.forward.__code__, torch.ao.nn.quantized.Linear.forward.__code__,
         GuardBuilder.build.__code__, eval_frame.disable.__code__, models.MLP.forward.__code__,
-        models.make.__code__,
+        models.make.__code__, user_module.__code__, harness.make_call.__code__,
         os.path.join.__code__, textwrap.dedent.__code__, collections.namedtuple.__code__,
         inspect.signature.__code__, sympy.sympify.__code__, typing_extensions.get_annotations.__code__,
         mpmath.libmp.libmpf.from_int.__code__, Point.__init__.__code__, Pair.__new__.__code__,
-        code_in("<string>", "exec_by_the_user"), *installed_codes(),
+        code_in("<string>", "exec_by_the_user"), code_in("/home/user/torch/experiments/train.py", "forward"),
+        *installed_codes(),
     ]
 
 
@@ -333,12 +340,12 @@ Pair = collections.namedtuple("Pair", "first second")  # so is its __new__
 
 def check_skip_decisions(skip_reason, codes):
     """The learner skips exactly the codes the reference skips (any reason text will do)."""
-    failures = []
+    failures, timed = [], TimedCalls(skip_reason, TIME_LIMIT)
     for code in codes:
         expected = trace_rules.skip_reason(code)
         try:
             with no_delegation(*_SKIP_REFERENCES):
-                got = skip_reason(code)
+                got = timed(code)
         except Exception as e:  # noqa: BLE001 - reported per code object
             failures.append(f"skip_reason({describe(code)}) raised {type(e).__name__}{learner_location(e)}: {e}")
             continue
@@ -394,7 +401,8 @@ LOOKUP_EXAMPLES = [
 
 
 def run_lookup_example(lookup, example):
-    """(the name of the entry whose code ``lookup`` returned, or None; the guards it called)."""
+    """(the name of the entry whose code ``lookup`` (a ``TimedCalls``) returned, or None; the guards
+    it called)."""
     me, someone_else, log = object(), object(), []
     codes = {}
     entries = []
@@ -413,13 +421,13 @@ def run_lookup_example(lookup, example):
 
 
 def check_lookup_examples(lookup, examples=LOOKUP_EXAMPLES):
-    failures = []
+    failures, timed = [], TimedCalls(lookup, TIME_LIMIT)
     for example in examples:
         layout = ", ".join(f"({'me' if mine else 'other'}, guard {name}: {verdict!r}, code {name})"
                            for mine, name, verdict in example.entries)
         where = f"lookup([{layout}], me, args) ({example.description})"
         try:
-            found, calls = run_lookup_example(lookup, example)
+            found, calls = run_lookup_example(timed, example)
         except Exception as e:  # noqa: BLE001 - reported per example
             failures.append(f"{where}: {type(e).__name__}{learner_location(e)}: {e}")
             continue

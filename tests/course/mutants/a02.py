@@ -90,4 +90,55 @@ MUTANTS = [
     Mutant("compiles every forward under torch/, not only those of torch.nn.modules",
            'if code.co_filename.startswith(TORCH_MODULES_DIR) and code.co_name == "forward":',
            'if code.co_filename.startswith(TORCH_DIR) and code.co_name == "forward":', "DataParallel.forward"),
+    # learner5's round
+    # part 1: skip_reason
+    Mutant("skips lambdas like comprehensions", '"<setcomp>", "<module>"):', '"<setcomp>", "<module>", "<lambda>"):',
+           "<lambda>"),
+    Mutant("compiles every method whose name contains forward in torch.nn.modules",
+           'if code.co_filename.startswith(TORCH_MODULES_DIR) and code.co_name == "forward":',
+           'if code.co_filename.startswith(TORCH_MODULES_DIR) and "forward" in code.co_name:', "_conv_forward"),
+    Mutant("finds torch by a /torch/ path component anywhere", "    if file.startswith(TORCH_DIR):\n",
+           "    if f\"{os.sep}torch{os.sep}\" in file:\n", "torch"),
+    Mutant("only testing/ is user-level in tinydynamo", " and not file.startswith(USER_LEVEL_DIRS):",
+           " and not file.startswith(USER_LEVEL_DIRS[0]):", "course"),
+    Mutant("skips only the packages named in the task text", "    if package in trace_rules.SKIPPED_PACKAGES:\n",
+           "    if package in {\"numpy\", \"sympy\", \"pytest\", \"IPython\"}:\n", "tqdm"),
+    Mutant("forgets async generators", "| inspect.CO_ASYNC_GENERATOR", "", "stream"),
+    Mutant("forgets module code", '"<setcomp>", "<module>"):', '"<setcomp>"):', "<module>"),
+    Mutant("frozen modules compiled", '"<tinydynamo", "<frozen")', '"<tinydynamo")', "frozen"),
+    Mutant("looks for the first site-packages after the last one (takes the last path part)",
+           "            return parts[i + 1].removesuffix(\".py\")", "            return parts[-2]", "skip_reason("),
+    # part 2: lookup
+    Mutant("calls the guard before checking the owner", "if entry_owner is owner and guard(*args):",
+           "if guard(*args) and entry_owner is owner:", "other"),
+    Mutant("accepts only guards that return True itself", "if entry_owner is owner and guard(*args):",
+           "if entry_owner is owner and guard(*args) is True:", "any true or false value"),
+    Mutant("passes the arguments as one tuple", "if entry_owner is owner and guard(*args):",
+           "if entry_owner is owner and guard(args):", "guard(*args)"),
+    Mutant("returns the whole entry", "            return new_code\n    return None\n",
+           "            return (entry_owner, guard, new_code)\n    return None\n", "lookup("),
+    Mutant("scans by index and forgets to move past other owners (loops forever)",
+           "    for entry_owner, guard, new_code in list(entries):\n        if entry_owner is owner and guard(*args):\n            return new_code\n",
+           "    entries, i = list(entries), 0\n    while i < len(entries):\n        entry_owner, guard, new_code = entries[i]\n"
+           "        if entry_owner is owner:\n            if guard(*args):\n                return new_code\n            i += 1\n",
+           "entries of other owners"),
+    # part 3: on_cache_miss
+    Mutant("reads the cache limit when the cell runs",
+           "def on_cache_miss(callback, func, args):\n    \"\"\"The callback on a cache miss: skip, give up past the limit, or (re)compile.\"\"\"\n"
+           "    ### BEGIN SOLUTION\n    code = func.__code__\n    if skip_reason(code) is not None:\n        eval_frame.set_skip(code)\n"
+           "        return None\n    entries = eval_frame.get_cache_entries(code)\n    mine = [entry for entry in entries if entry[0] is callback]\n"
+           "    if len(mine) >= config.cache_size_limit:\n",
+           "LIMIT = config.cache_size_limit\n"
+           "def on_cache_miss(callback, func, args):\n    \"\"\"The callback on a cache miss: skip, give up past the limit, or (re)compile.\"\"\"\n"
+           "    ### BEGIN SOLUTION\n    code = func.__code__\n    if skip_reason(code) is not None:\n        eval_frame.set_skip(code)\n"
+           "        return None\n    entries = eval_frame.get_cache_entries(code)\n    mine = [entry for entry in entries if entry[0] is callback]\n"
+           "    if len(mine) >= LIMIT:\n", "cache_limit"),
+    Mutant("warns without saying cache_size_limit", 'warnings.warn(f"{code.co_name} reached config.cache_size_limit="',
+           'warnings.warn(f"{code.co_name} was recompiled too often, limit="', "warning"),
+    Mutant("counts a recompile only from the second one", "    if mine:\n", "    if len(mine) > 1:\n", "recompiles"),
+    Mutant("gives up with an entry that no owner matches",
+           "        entries.append((callback, convert_frame.always, convert_frame.eager_code(code)))\n",
+           "        entries.append((None, convert_frame.always, convert_frame.eager_code(code)))\n", "reached the callback"),
+    Mutant("forgets to return the translated code", "    return callback.convert(func, args, code, entries)\n",
+           "    callback.convert(func, args, code, entries)\n", "ran no compiled graph"),
 ]
