@@ -38,7 +38,7 @@ from ..prims import EXTERN_FALLBACKS, Prim, decompose, decomposition_table, deco
 from ..prims.primitives import PRIMS
 from ..prims.prim_tracer import ProxyTensor
 from ..testing.models import ZOO, make
-from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (for notebooks)
+from .checking import ForbiddenCallError, no_delegation, report, time_limit  # noqa: F401 (report: for notebooks)
 from .feedback import learner_location
 
 aten = torch.ops.aten
@@ -60,6 +60,7 @@ OPS = (
 # decompositions.py is the reference's own answer.
 ALLOWED_HELPERS = ("result_type", "opmath_dtype", "broadcast_shapes")
 LOW_PRECISION = (f16, bf16)
+TIME_LIMIT = 5  # seconds per call of a decomposition (they take milliseconds): past it, an infinite loop
 
 
 # --------------------------------------------------------------------------- samples
@@ -136,7 +137,10 @@ def _addcmul_samples(t):
              S((t(64, 64, dtype=f16), t(64, dtype=f16), t(64, 1, dtype=f16)), {"value": -1.3},
                "float16: computed in float32, rounded once", tolerance=ONE_ULP),
              S((t(3, 4, dtype=f64), t(3, 4, dtype=f64), t(4, dtype=f64)), {"value": 0.3},
-               "float64 computed in float64", F64_TIGHT)]
+               "float64 computed in float64", F64_TIGHT),
+             S((t(3), t(1, 3), t(1, 3)), note="self of 3 elements broadcast to [1, 3]"),
+             S((t(4, dtype=f16), t(4, dtype=f16), torch.tensor(0.5)), note="a 0-d float32 tensor2 does not promote",
+               tolerance=ONE_ULP)]
     return basic, extra
 
 
@@ -152,7 +156,8 @@ def _softmax_samples(t):
              S((t(0, 3), 1, False)), S((t(2, 0), 1, False), note="a reduced dim of size 0"),
              S((t(3, 5, dtype=f64) * 1000, -1, False), note="values up to ±3000: exp overflows float64"),
              _half_to_float_sample(t(3, 5, dtype=f16)),
-             S((t(3, 5, dtype=f64), 1, False), note="float64 computed in float64", tolerance=F64_TIGHT)]
+             S((t(3, 5, dtype=f64), 1, False), note="float64 computed in float64", tolerance=F64_TIGHT),
+             S((t(), -1, False), note="a 0-d tensor with dim -1")]
     return basic, extra
 
 
@@ -198,13 +203,21 @@ def _layer_norm_samples(t):
 
 
 def _layer_norm_backward(t, shape, normalized, weight=True, bias=True, mask=(True, True, True), dtype=f32,
-                         weight_dtype=None):
+                         weight_dtype=None, eps=1e-5):
     x = t(*shape, dtype=dtype)
     w = t(*normalized, dtype=weight_dtype or dtype) if weight else None
     b = t(*normalized, dtype=weight_dtype or dtype) if bias else None
-    _, mean, rstd = aten.native_layer_norm.default(x, normalized, w, b, 1e-5)
+    _, mean, rstd = aten.native_layer_norm.default(x, normalized, w, b, eps)
     tolerance = dict(atol=5e-2, rtol=5e-2) if dtype == bf16 else BACKWARD_TOL
     return S((t(*shape, dtype=dtype), x, normalized, mean, rstd, w, b, list(mask)), tolerance=tolerance)
+
+
+def _no_weight_asked_for_its_gradient(t):
+    """No weight or bias, but the mask asks for their gradients: aten fails on CPU, the answer is None."""
+    sample = _layer_norm_backward(t, (4, 8), [8], weight=False, bias=False)
+    grad_input = aten.native_layer_norm_backward.default(*sample.args[:7], [True, False, False])[0]
+    return dataclasses.replace(sample, note="no weight and bias, but output_mask asks for their gradients",
+                               expected=lambda: (grad_input, None, None))
 
 
 def _layer_norm_backward_samples(t):
@@ -218,7 +231,9 @@ def _layer_norm_backward_samples(t):
              _layer_norm_backward(t, (4, 8), [8], dtype=bf16),
              _layer_norm_backward(t, (3, 6), [6], dtype=f64),
              dataclasses.replace(_layer_norm_backward(t, (3, 6), [6], dtype=f64), note="float64 computed in float64",
-                                 tolerance=F64_TIGHT)]
+                                 tolerance=F64_TIGHT),
+             dataclasses.replace(_layer_norm_backward(t, (4, 8), [8], eps=0.1), note="mean and rstd of eps 0.1"),
+             _no_weight_asked_for_its_gradient(t)]
     return basic, extra
 
 
@@ -336,7 +351,7 @@ def _run_watched(op, fn, args, kwargs):
     if inspect.unwrap(fn) in REFERENCE_ANSWERS:
         raise ForbiddenCallError(f"your decomposition of {op} is the reference's own "
                                  f"{fn.__module__}.{fn.__qualname__}: write it yourself")
-    with no_delegation(*REFERENCE_ANSWERS), NoAtenOnProxies(op):
+    with no_delegation(*REFERENCE_ANSWERS), NoAtenOnProxies(op), time_limit(TIME_LIMIT, f"your decomposition of {op}"):
         return fn(*args, **kwargs)
 
 

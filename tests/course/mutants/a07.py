@@ -6,6 +6,10 @@ ASSIGNMENT = "a07_decompositions"
 SOFTMAX_DOC = '    """aten._softmax.default: exp(x - max) / sum(exp(x - max)) along dim."""\n'
 LAYER_NORM_DOC = '    """aten.native_layer_norm.default: (out, mean, rstd)."""\n'
 
+LNB_HEAD = ("    compute = opmath_dtype(x.dtype)\n    dy = convert(grad_out, compute)\n"
+            "    rstd = broadcast_to(convert(rstd, compute), shape)\n"
+            "    x_hat = prims.mul(prims.sub(convert(x, compute), broadcast_to(convert(mean, compute), shape)), rstd)\n")
+
 MUTANTS = [
     Mutant("softmax: delegates to the reference decomposition", SOFTMAX_DOC,
            SOFTMAX_DOC + "    from tinydynamo.prims import decompositions\n"
@@ -100,4 +104,79 @@ MUTANTS = [
     Mutant("native_layer_norm_backward: always computes in float32 (float64 too)",
            "    compute = opmath_dtype(x.dtype)\n    dy", "    compute = torch.float32\n    dy",
            "float64 computed in float64"),
+    # learner5's round
+    # part 1
+    Mutant("relu: x * (x > 0) turns -inf into nan", "    return prims.maximum(x, 0)\n",
+           "    return prims.mul(x, convert(prims.gt(x, 0), x.dtype))\n", "aten.relu.default"),
+    Mutant("sigmoid: exp(x) / (1 + exp(x)) overflows", "    y = prims.reciprocal(prims.add(prims.exp(prims.neg(x)), 1.0))\n",
+           "    e = prims.exp(x)\n    y = prims.div(e, prims.add(e, 1.0))\n", "aten.sigmoid.default"),
+    Mutant("sigmoid: forgets to round back to bfloat16/float16", "    return convert(y, dtype)\n",
+           "    return y\n", "aten.sigmoid.default"),
+    # part 2
+    Mutant("broadcast_to: skips the broadcast when the element counts agree",
+           "    if list(x.shape) == shape:\n        return x\n", "    if x.numel() == math.prod(shape):\n        return x\n",
+           "aten.addcmul.default"),
+    Mutant("addcmul: promotes pairwise, losing the 0-d rule for tensor2",
+           "dtype = result_type(self, tensor1, tensor2)",
+           "dtype = torch.promote_types(result_type(self, tensor1), tensor2.dtype)", "aten.addcmul.default"),
+    Mutant("addcmul: result dtype is self's dtype", "dtype = result_type(self, tensor1, tensor2)",
+           "dtype = self.dtype", "aten.addcmul.default"),
+    Mutant("addcmul: value always a float", "    value = float(value) if compute.is_floating_point else int(value)\n",
+           "    value = float(value)\n", "aten.addcmul.default"),
+    # part 3
+    Mutant("softmax: 0-d only with dim 0 (dim -1 on a 0-d tensor divides by zero)",
+           "    dims = [dim % x.ndim] if x.ndim else []\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "    dims = [] if x.ndim == 0 and dim == 0 else [dim % x.ndim]\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "aten._softmax.default"),
+    Mutant("softmax: normalizes dim with while loops (loops forever on a 0-d tensor)",
+           "    dims = [dim % x.ndim] if x.ndim else []\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "    while dim < 0:\n        dim += x.ndim\n    while dim >= x.ndim:\n        dim -= x.ndim\n"
+           "    dims = [dim] if x.ndim else []\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "aten._softmax.default"),
+    Mutant("softmax: reduces the last dim whatever dim says",
+           "    dims = [dim % x.ndim] if x.ndim else []\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "    dims = [x.ndim - 1] if x.ndim else []\n    kept = [d for d in range(x.ndim) if d not in dims]\n    shape = list(x.shape)\n",
+           "aten._softmax.default"),
+    Mutant("softmax: skips the max only when the tensor has no dims (empty tensors crash)",
+           "    if x.numel():\n", "    if x.ndim:\n", "aten._softmax.default"),
+    # part 4
+    Mutant("native_layer_norm: assumes 2-d input (normalizes from dim 1)",
+           "    axis = x.ndim - len(normalized_shape)\n    inner, outer = list(range(axis, x.ndim)), list(range(axis))\n    shape, n = list(x.shape), math.prod(normalized_shape)\n    xf",
+           "    axis = 1\n    inner, outer = list(range(axis, x.ndim)), list(range(axis))\n    shape, n = list(x.shape), math.prod(normalized_shape)\n    xf",
+           "native_layer_norm"),
+    Mutant("native_layer_norm: eps hard-coded to 1e-5", "rstd = prims.rsqrt(prims.add(var, eps))",
+           "rstd = prims.rsqrt(prims.add(var, 1e-5))", "native_layer_norm"),
+    Mutant("native_layer_norm: mean and rstd in the compute dtype",
+           "    mean, rstd = (prims.reshape(convert(t, x.dtype), stats_shape) for t in (mean, rstd))\n",
+           "    mean, rstd = (prims.reshape(t, stats_shape) for t in (mean, rstd))\n", "native_layer_norm"),
+    Mutant("native_layer_norm: unbiased variance", "    var = prims.div(prims.sum(prims.mul(centered, centered), inner), n)\n",
+           "    var = prims.div(prims.sum(prims.mul(centered, centered), inner), n - 1)\n", "native_layer_norm"),
+    # part 5
+    Mutant("native_layer_norm_backward: recomputes mean and rstd from x with eps 1e-5 (seen in the tests)",
+           LNB_HEAD,
+           "    compute = opmath_dtype(x.dtype)\n    dy = convert(grad_out, compute)\n"
+           "    xf = convert(x, compute)\n"
+           "    m = prims.broadcast_in_dim(prims.div(prims.sum(xf, inner), n), shape, outer)\n"
+           "    c = prims.sub(xf, m)\n"
+           "    rstd = prims.broadcast_in_dim(prims.rsqrt(prims.add(prims.div(prims.sum(prims.mul(c, c), inner), n), 1e-5)), shape, outer)\n"
+           "    x_hat = prims.mul(c, rstd)\n",
+           "native_layer_norm_backward"),
+    Mutant("native_layer_norm_backward: trusts output_mask alone for grad_weight and grad_bias",
+           "    if output_mask[1] and weight is not None:", "    if output_mask[1]:", "native_layer_norm_backward"),
+    Mutant("native_layer_norm_backward: grad_bias summed over the normalized dims",
+           "        grad_bias = convert(prims.sum(dy, outer), bias.dtype)", "        grad_bias = convert(prims.sum(dy, inner), bias.dtype)",
+           "native_layer_norm_backward"),
+    Mutant("native_layer_norm_backward: forgets the weight in g", 
+           "        g = dy if weight is None else prims.mul(dy, broadcast_to(convert(weight, compute), shape))\n",
+           "        g = dy\n", "native_layer_norm_backward"),
+    Mutant("native_layer_norm_backward: n is the size of the last dim only",
+           "    shape, n = list(x.shape), math.prod(normalized_shape)\n    compute",
+           "    shape, n = list(x.shape), normalized_shape[-1]\n    compute", "native_layer_norm_backward"),
+    # delegation to torch's own decompositions
+    Mutant("softmax: delegates to torch._decomp's _softmax", "    out_dtype = torch.float32 if half_to_float else x.dtype\n",
+           "    from torch._decomp import decompositions as torch_decomps\n    return torch_decomps._softmax(x, dim, half_to_float)\n",
+           "aten._softmax.default", zero=("test_softmax", "test_softmax_extra")),
+    Mutant("sigmoid: delegates to torch._refs.sigmoid", "    dtype = x.dtype if x.dtype.is_floating_point else torch.get_default_dtype()\n",
+           "    import torch._refs\n    return torch._refs.sigmoid(x)\n", "aten.sigmoid.default",
+           zero=("test_relu_sigmoid", "test_relu_sigmoid_extra")),
 ]
