@@ -5,8 +5,8 @@ import types
 import pytest
 
 from tinydynamo.course.checking import (
-    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, LearnerTimeout, Mutant, StaleMutant, call_learner, grade_cells,
-    hidden_table, mutate, no_delegation, not_run, report, time_limit,
+    REFERENCE_DIR, Cell, Failures, ForbiddenCallError, LearnerTimeout, Mutant, StaleMutant, TimedCalls, call_learner,
+    grade_cells, hidden_table, mutate, no_delegation, not_run, report, time_limit,
 )
 from tinydynamo.dynamo.bytecode import decode as grabbed_early
 
@@ -226,3 +226,17 @@ def test_a_learner_time_limit_stops_a_loop_and_gives_back_the_enclosing_limit():
     assert swallowed.score == 0 and "CellTimeout" in swallowed.message
     results = grade_cells([looping, checked], timeout=0.5)
     assert [r.score for r in results] == [0, 0] and all("CellTimeout" in r.message for r in results)
+
+
+def test_timed_calls_stop_a_loop_then_run_no_more_calls():
+    def loops_on_zero(n):
+        while n == 0:
+            pass
+        return n
+
+    timed = TimedCalls(loops_on_zero, 0.2)
+    assert timed(1) == 1
+    with pytest.raises(LearnerTimeout, match="it ran past its time limit of 0.2 s"):
+        timed(0)
+    with pytest.raises(LearnerTimeout, match="not run: an earlier call ran past its time limit"):
+        timed(1)

@@ -23,7 +23,9 @@ lowering, scheduling, then the learner's codegen and g++): named cases for each 
 random programs (the generator of ``tests/inductor/test_inductor_fuzz.py``, rewritten without
 hypothesis), and training steps of zoo models. Every result is compared with eager PyTorch. A
 failure names the case and says what went wrong: the largest error, the learner's exception and
-line, the C++ compiler's first errors, or a pragma that the generated kernel lacks.
+line, the C++ compiler's first errors, or a pragma that the generated kernel lacks. Each call of a
+learner's piece is stopped after TIME_LIMIT seconds (an infinite loop), and torch._inductor's own
+C++ ops (``CppOverrides``) are refused to the learner's ``CppOps``, as the reference's are.
 """
 import collections
 import contextlib
@@ -46,13 +48,17 @@ from ..inductor.codegen import cpp
 from ..testing.programs import BF16_TOL, F32_TOL, F64_TOL, FLOATS, REDUCE, UNARY_NUMBER, VIEWS, Program
 from . import codegen_checks
 from .a07 import as_graph_module, compare, error_text
-from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .checking import (  # noqa: F401 (report: for notebooks)
+    ForbiddenCallError, call_learner, no_delegation, report, time_limit,
+)
 from .execute import running_case
 from .feedback import learner_location
 
 # The pointwise ops whose C++ the learner writes; every other op keeps the reference's.
 LEARNER_OPS = ("neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "reciprocal", "add", "sub", "mul",
                "div", "maximum", "minimum", "lt", "where", "to_dtype")
+
+TIME_LIMIT = 10  # seconds per call of a learner's piece (they take milliseconds)
 
 f32, f64, bf16 = torch.float32, torch.float64, torch.bfloat16
 i32, i64, b8 = torch.int32, torch.int64, torch.bool
@@ -90,6 +96,16 @@ def _reference_pieces():
 REFERENCE_PIECES = _reference_pieces()
 
 
+def torch_inductor_ops():
+    """The functions of torch._inductor's own C++ ops (``CppOverrides`` and its bases): what the
+    learner's CppOps replaces, as the reference's CppOverrides does."""
+    from torch._inductor.codegen.cpp import CppOverrides  # noqa: PLC0415 - slow; for grading ops only
+
+    classes = [cls for cls in CppOverrides.__mro__ if cls.__module__.startswith("torch._inductor")]
+    functions = [inspect.unwrap(getattr(value, "__func__", value)) for cls in classes for value in vars(cls).values()]
+    return [fn for fn in functions if inspect.isfunction(fn) and fn.__code__.co_name.isidentifier()]  # no lambdas
+
+
 def _counted(swap, label, fn):
     """The learner's piece, counting its calls; the reference's pieces are out of its reach."""
     if fn in REFERENCE_PIECES or inspect.unwrap(fn) in REFERENCE_PIECES:
@@ -101,8 +117,9 @@ def _counted(swap, label, fn):
 
     def piece(*args, **kwargs):
         swap.calls[label] += 1
-        with no_delegation(*REFERENCE_PIECES, piece):  # piece: what the reference's names now hold
-            return fn(*args, **kwargs)
+        # piece: what the reference's names now hold
+        with no_delegation(*REFERENCE_PIECES, piece), time_limit(TIME_LIMIT, f"your {label}"):
+            return call_learner(fn, *args, **kwargs)
 
     return piece
 
@@ -114,7 +131,7 @@ def _counted_loop(swap, loop):
     @contextlib.contextmanager
     def piece(*args, **kwargs):
         swap.calls["loop"] += 1
-        with no_delegation(*REFERENCE_PIECES, piece), loop(*args, **kwargs):
+        with no_delegation(*REFERENCE_PIECES, piece), time_limit(TIME_LIMIT, "your loop"), loop(*args, **kwargs):
             yield
 
     return piece
@@ -167,6 +184,8 @@ def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=Non
             for owner, name, value in _replacements(swap, ops, loop, pointwise_body, reduction_init,
                                                     reduction_body):
                 stack.enter_context(_replaced(owner, name, value))
+            if ops is not None:
+                stack.enter_context(no_delegation(*torch_inductor_ops()))
             yield swap
     finally:
         codecache._loaded.clear()
@@ -300,6 +319,8 @@ DOUBLE_ONLY = (r"// kernel0(?![\s\S]*\b(?:exp|log|tanh|sqrt)f\()",
 
 SIMD_INNER_LOOP = (r"#pragma omp simd\s*\n\s*for \(int64_t x1 ", "the row loop (x1) of a pointwise body "
                    "inside the outer loop must carry `#pragma omp simd`")
+SIMD_LAST_DIM = (r"#pragma omp simd\s*\n\s*for \(int64_t x2 ", "the innermost of the body's own loops must be "
+                 "that of its last dim (x2), the one that walks memory contiguously, and carry `#pragma omp simd`")
 SIMD_MAX = (r"#pragma omp simd reduction\(max:\w+\)", "a max reduction must carry `#pragma omp simd "
             "reduction(max:<accumulator>)` (with a reduction(|:...) for the nan flag)")
 SIMD_SUM = (r"#pragma omp simd reduction\(\+:\w+\)", "a sum must carry `#pragma omp simd reduction(+:<accumulator>)`")
@@ -320,6 +341,9 @@ SIMD_INNERMOST_ONLY = (r"// kernel0(?![\s\S]*#pragma omp\b[^\n]*\bsimd\b[^\n]*\n
                        "a simd loop (`#pragma omp simd` or `#pragma omp parallel for simd`) has another loop "
                        "inside: only the innermost loop of the "
                        "body's own loops (or of the reduction loops) may be a simd loop")
+NO_PRAGMA_OWN_LOOP = (r"// kernel0(?![\s\S]*#pragma[^\n]*\n\s*for \(int64_t x1 )",
+                      "a reduction's own loop (x1) carries a pragma: it gets none, only the reduction loop "
+                      "inside it is a simd loop")
 NO_SIMD = (r"// kernel0(?![\s\S]*#pragma omp[^\n]*simd)",
            "an arg-reduction's loop carries a simd pragma: its result depends on the order of the "
            "elements (the first largest), so its elements cannot be split between lanes")
@@ -406,6 +430,8 @@ def _ops_cases():
              inputs_of(((4, 4), f64)), F64_TOL, source_checks=(DOUBLE_ONLY,)),
         Case("integer clamp and minimum with a constant i64[4, 6]: a.clamp(-1, 2), minimum(a, 3)",
              lambda a: (a.clamp(-1, 2), torch.minimum(a, torch.full_like(a, 3))), inputs_of(((4, 6), i64))),
+        Case("x minus a negative constant f32[3, 5]: x - full_like(x, -2.0)", lambda x: x - torch.full_like(x, -2.0),
+             inputs_of(((3, 5), f32))),
     ]
     return basic, extra
 
@@ -437,7 +463,7 @@ def _pointwise_cases():
         Case("a 0-d tensor", lambda x: x * 2 + 1, lambda: [torch.tensor(1.5)]),
         Case("a slice minus its max over two dims f32[3, 4, 5][:, :, :4] (two loops of its own)",
              lambda x: x[:, :, :4] - x[:, :, :4].amax((1, 2), keepdim=True), inputs_of(((3, 4, 5), f32)),
-             source_checks=(SIMD_INNERMOST_ONLY,)),
+             source_checks=(SIMD_INNERMOST_ONLY, SIMD_LAST_DIM)),
     ]
     return basic, extra
 
@@ -478,7 +504,7 @@ def _reduction_cases():
         Case("a reduction of an empty dim f32[3, 0]", lambda x: x.sum(1) + 1, lambda: [torch.zeros(3, 0)]),
         Case("reductions with loops of their own: sum and max over dim 1 of each centered slab "
              "f32[3, 4, 5] (outer loop x0, own loop x1)", _centered_column_reductions,
-             inputs_of(((3, 4, 5), f32))),
+             inputs_of(((3, 4, 5), f32)), source_checks=(NO_PRAGMA_OWN_LOOP,)),
         Case("amax and amin of rows of the extreme integers i64[3, 5] and i32[3, 5]",
              lambda a, b: (a.amax(1), a.amin(1), b.amax(1), b.amin(1)),
              inputs_of(((3, 5), i64), ((3, 5), i32), edit=lambda made: [_extreme_integer_rows([t]) for t in made]),

@@ -59,7 +59,9 @@ import linecache
 import os
 import re
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -606,11 +608,15 @@ def check_mutant(assignment, mutant, cells=None):
     return results, f"not caught: {'; '.join(why)}\n" + "\n".join(lost)
 
 
-def check_catalogue(path):
-    """Check every mutant of a catalogue file; prints one line per mutant, returns the misses."""
+def check_catalogue(path, start=0, progress=None):
+    """Check the mutants of a catalogue file from the ``start``-th on; prints one line per mutant,
+    returns the misses. Before each mutant, [its index, the misses so far] is written to the file
+    ``progress``, if given, as JSON."""
     assignment, mutants = load_catalogue(path)
     cells, missed = solution_cells(assignment), []
-    for mutant in mutants:
+    for index, mutant in enumerate(mutants[start:], start):
+        if progress:
+            Path(progress).write_text(json.dumps([index, missed]))
         if mutant.versions and sys.version_info[:2] not in mutant.versions:
             mutate(cells, mutant)  # a stale entry fails on every version
             print(f"{assignment} skipped (not a mistake on this Python's bytecode) {mutant.name}", flush=True)
@@ -635,8 +641,50 @@ def load_catalogue(path):
     return module.ASSIGNMENT, module.MUTANTS
 
 
-def main(paths):
-    missed = [name for path in paths for name in check_catalogue(path)]
+def check_contained(path):
+    """check_catalogue in a process of its own, in a directory of its own: a catalogue's setup (a01
+    hides ``dis.stack_effect``) cannot reach the next one, and a mutant that kills Python (a08's C++
+    dividing by zero) is judged as nbgrader's ``ContainedExecute`` would, from the case that was
+    running; then a new process goes on with the next mutant. Returns the misses."""
+    from .execute import crashed_case  # nbgrader's side, for the parent process only
+
+    path, start, missed = os.path.abspath(path), 0, []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tinydynamo.__file__).parents[1]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with tempfile.TemporaryDirectory(prefix="tinydynamo-mutants-") as directory:
+        progress = Path(directory) / "progress.json"
+        while True:
+            progress.unlink(missing_ok=True)
+            child = subprocess.run([sys.executable, "-m", __spec__.name, "--child", path, str(start), str(progress)],
+                                   cwd=directory, env=env)
+            if not progress.exists():
+                return missed + [f"{path}: the checker failed (exit status {child.returncode})"]
+            index, missed_before = json.loads(progress.read_text())
+            missed += missed_before
+            if child.returncode == 0:
+                return missed
+            missed += _judge_crash(path, index, child.returncode, crashed_case(directory))
+            start = index + 1
+
+
+def _judge_crash(path, index, status, case):
+    """[] if the mutant that killed the checker would be caught by nbgrader (the case that
+    crashed names its mistake), else [its name]; prints one line, as check_catalogue does."""
+    assignment, mutants = load_catalogue(path)
+    mutant, message = mutants[index], f"Python died (exit status {status}) in the case: {case}"
+    caught = case is not None and mutant.names in message
+    print(f"{assignment} {'caught' if caught else 'MISSED'} ({message}) {mutant.name}", flush=True)
+    if not caught:
+        print(f"not caught: no failure message contains {mutant.names!r}", flush=True)
+    return [] if caught else [mutant.name]
+
+
+def main(arguments):
+    if arguments[:1] == ["--child"]:  # check_contained's process
+        path, start, progress = arguments[1:]
+        Path(progress).write_text(json.dumps([None, check_catalogue(path, int(start), progress)]))
+        return 0
+    missed = [name for path in arguments for name in check_contained(path)]
     print(f"{len(missed)} mutant(s) not caught" + "".join(f"\n  {name}" for name in missed))
     return 1 if missed else 0
 

@@ -118,4 +118,63 @@ MUTANTS = [
     Mutant("minimum: std::min without the template argument for integers",
            'return f"std::min<{compute_ctype(a.dtype)}>({a}, {b})"', 'return f"std::min({a}, {b})"',
            "minimum with a constant"),
+    # learner5's round
+    # part 1
+    Mutant("exp, log, tanh, sqrt, abs delegated to torch._inductor's CppOverrides",
+           '        return f"{rounding[dtype]}({converted})" if dtype in rounding else converted\n        ### END SOLUTION',
+           '        return f"{rounding[dtype]}({converted})" if dtype in rounding else converted\n\n'
+           '    from torch._inductor.codegen.cpp import CppOverrides as _Torch\n'
+           '    exp, log, tanh = staticmethod(_Torch.exp), staticmethod(_Torch.log), staticmethod(_Torch.tanh)\n'
+           '    sqrt, abs = staticmethod(_Torch.sqrt), staticmethod(_Torch.abs)\n'
+           '        ### END SOLUTION',
+           "torch", zero=("test_ops", "test_ops_extra")),
+    Mutant("to_dtype: rounds to bfloat16 only, not float16",
+           '        rounding = {torch.bfloat16: "td_round_bf16", torch.float16: "td_round_f16"}\n',
+           '        rounding = {torch.bfloat16: "td_round_bf16"}\n', "float16"),
+    Mutant("tanh through exp: (e^2x - 1) / (e^2x + 1) overflows for large x",
+           '        return math_function("tanh", x)\n',
+           '        e = math_function("exp", f"2 * {paren(x)}")\n        return f"({e} - 1) / ({e} + 1)"\n', "tanh"),
+    Mutant("maximum: a > b ? a : b for floats (drops nan)", '            return f"td_maximum({a}, {b})"',
+           '            return f"{paren(a)} > {paren(b)} ? {paren(a)} : {paren(b)}"', "nan"),
+    Mutant("sub: forgets the parentheses of a negative right operand and the spaces",
+           '        return f"{paren(a)} - {paren(b)}"', '        return f"{a}-{b}"', "negative"),
+    # part 2
+    Mutant("loop: counts from 1", 'kernel.body.writeline(f"for (int64_t {var} = 0; {var} < {var.size}; ++{var}) {{")',
+           'kernel.body.writeline(f"for (int64_t {var} = 1; {var} < {var.size}; ++{var}) {{")', "softmax"),
+    Mutant("pointwise_body: no cse_scope (a temporary used after its loop)",
+           "    with kernel.cse_scope(), contextlib.ExitStack() as loops:\n        for k, var in enumerate(body.inner_vars):",
+           "    with contextlib.ExitStack() as loops:\n        for k, var in enumerate(body.inner_vars):",
+           "two bodies load the same elements"),
+    Mutant("pointwise_body: simd on every loop of the body",
+           'loop(kernel, var, "#pragma omp simd" if innermost else None)', 'loop(kernel, var, "#pragma omp simd")',
+           "two loops of its own"),
+    Mutant("pointwise_body: the body's loops in reverse order (the simd loop walks memory with a stride)",
+           "        for k, var in enumerate(body.inner_vars):\n            innermost = k == len(body.inner_vars) - 1\n",
+           "        for k, var in enumerate(body.inner_vars[::-1]):\n            innermost = k == len(body.inner_vars) - 1\n",
+           "two loops of its own"),
+    # part 3
+    Mutant("reduction_init: numeric_limits<float>::min() for the max of floats (the smallest positive float)",
+           "        return f\"{'' if from_above else '-'}std::numeric_limits<{ctype}>::infinity()\"",
+           "        return f\"std::numeric_limits<{ctype}>::{'max' if from_above else 'min'}()\"", "negative rows"),
+    Mutant("reduction_body: the accumulator always named acc (not kernel.new_name)",
+           '    acc = kernel.new_name("acc")\n', '    acc = "acc"\n', "softmax"),
+    Mutant("reduction_body: the nan check after the store",
+           "        if tracks_nan:\n            kernel.body.writeline(f\"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();\")\n"
+           "        result = f\"{acc}_index\" if rtype.startswith(\"arg\") else acc\n"
+           "        kernel.store(node.name, node.buffer.layout.index(body.index), CSEVariable(result, data.dtype))\n",
+           "        result = f\"{acc}_index\" if rtype.startswith(\"arg\") else acc\n"
+           "        kernel.store(node.name, node.buffer.layout.index(body.index), CSEVariable(result, data.dtype))\n"
+           "        if tracks_nan:\n            kernel.body.writeline(f\"if ({acc}_nan) {acc} = std::numeric_limits<{acc_type}>::quiet_NaN();\")\n",
+           "nan"),
+    Mutant("reduction_body: simd on the reduction's own loops too",
+           "            own_loops.enter_context(loop(kernel, var))\n",
+           "            own_loops.enter_context(loop(kernel, var, \"#pragma omp simd\"))\n", "loops of their own"),
+    Mutant("reduction_init: prod of floats starts from 0 (copy-paste of sum)", '    if reduction_type == "prod":\n        return "1"\n',
+           '    if reduction_type == "prod":\n        return "0"\n', "prod"),
+    Mutant("where: the branches swapped", 'return f"{condition} ? {paren(a)} : {paren(b)}"',
+           'return f"{condition} ? {paren(b)} : {paren(a)}"', "where"),
+    # kills Python with SIGFPE: the checker judges it by the case that was running, as nbgrader does
+    Mutant("div: C++'s own / for integers (it rounds toward zero, as torch does; a zero divisor is SIGFPE)",
+           'return f"td_div_trunc<{compute_ctype(a.dtype)}>({a}, {b}, td_error)"', 'return f"{paren(a)} / {paren(b)}"',
+           "integer division by zero"),
 ]
