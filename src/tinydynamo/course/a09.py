@@ -20,12 +20,16 @@ The checkers run real programs through the whole ``inductor`` backend (AOT autog
 lowering, scheduling, then Triton with the learner's functions): named cases for each part,
 seeded random programs (assignment a08's generator), and training steps of zoo models, each
 compared with eager PyTorch. A failure names the case and says what went wrong: the largest
-error, or the exception with the line of the learner's code or of the generated kernel.
+error, or the exception with the line of the learner's code or of the generated kernel; and a
+looped reduction that reduces across lanes inside its loop. Each call of a learner's function is
+stopped after TIME_LIMIT seconds (an infinite loop), and torch._inductor's own reduction
+identities (``Reduction.default_value``) are refused to it, as the reference's pieces are.
 """
 import contextlib
 import dataclasses
 import inspect
 import math
+import re
 from typing import Callable
 
 import torch
@@ -36,12 +40,15 @@ from .. import config
 from ..inductor.codegen import triton as triton_codegen
 from . import codegen_checks
 from .a07 import compare, error_text
-from .checking import ForbiddenCallError, no_delegation, report  # noqa: F401 (report: for notebooks)
+from .checking import (  # noqa: F401 (report: for notebooks)
+    ForbiddenCallError, call_learner, no_delegation, report, time_limit,
+)
 from .a08 import compile_and_run, inputs_of, learner_location, random_program
 
 PIECES = ("reduction_identity", "persistent_reduction", "looped_reduction", "arg_reduction")
 # With looped=True, rows longer than this are looped over, in chunks of this many elements.
 LOOPED_ROW_LIMIT = 16
+TIME_LIMIT = 10  # seconds per call of a learner's function (they take milliseconds)
 
 f16, f32, f64, bf16 = torch.float16, torch.float32, torch.float64, torch.bfloat16
 i8, i32, i64, b8 = torch.int8, torch.int32, torch.int64, torch.bool
@@ -75,6 +82,13 @@ REFERENCE_PIECES = tuple(getattr(triton_codegen, name) for name in PIECES + (
     "codegen_reduction", "_reduction_input", "_combine", "_reduce_tile"))
 
 
+def torch_inductor_identities():
+    """torch._inductor's own answers to reduction_identity: the learner's function must not call them."""
+    from torch._inductor.ir import Reduction  # noqa: PLC0415 - slow; for grading only
+
+    return Reduction.default_value, Reduction.default_accumulator
+
+
 def _guarded(name, fn):
     """The learner's piece, run with the reference's out of its reach (refused if it is one)."""
     if fn in REFERENCE_PIECES or inspect.unwrap(fn) in REFERENCE_PIECES:
@@ -82,8 +96,9 @@ def _guarded(name, fn):
                                  "write it yourself")
 
     def piece(*args, **kwargs):
-        with no_delegation(*REFERENCE_PIECES, piece):  # piece: what the reference's names now hold
-            return fn(*args, **kwargs)
+        # piece: what the reference's names now hold
+        with no_delegation(*REFERENCE_PIECES, piece), time_limit(TIME_LIMIT, f"your {name}"):
+            return call_learner(fn, *args, **kwargs)
 
     return piece
 
@@ -106,7 +121,8 @@ def swapped_codegen(looped=False, **pieces):
         for name, value in replaced.items():
             setattr(triton_codegen, name, value)
         triton_codegen.TritonScheduling.codegen = _recording(swap, original_codegen)
-        with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=True):
+        with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=True), \
+                no_delegation(*(torch_inductor_identities() if replaced else ())):
             yield swap
     finally:
         for name, value in originals.items():
@@ -243,6 +259,7 @@ def _persistent_cases():
              inputs_of(((4,), f64)), F64_TOL),
         Case("amax and amin with nan f64[4, 9]", lambda x: (x.amax(1), x.amin(1)),
              inputs_of(((4, 9), f64), edit=_edit(_nan_rows)), F64_TOL),
+        Case("prod of integers i64[3, 5]", lambda x: x.prod(1), inputs_of(((3, 5), i64)), EXACT),
     ]
     return basic, extra
 
@@ -272,6 +289,8 @@ def _looped_cases():
         Case("the sum of all elements f32[300]", lambda x: x.sum(), inputs_of(((300,), f32)), looped=True),
         Case("amax and amin with nan, looped bf16[4, 40]", lambda x: (x.amax(1), x.amin(1)),
              inputs_of(((4, 40), bf16), edit=_edit(_nan_rows)), LOW_TOL, looped=True),
+        Case("prod of integers, looped i32[3, 37]", lambda x: (x.sign() + 2).prod(1), inputs_of(((3, 37), i32)),
+             EXACT, looped=True),
     ]
     return basic, extra
 
@@ -326,12 +345,36 @@ def run_case(case, **pieces):
     """None if ``case`` gives eager's result with the learner's pieces swapped in, else why not."""
     inputs = case.make_inputs()
     expected = case.fn(*inputs)
-    with swapped_codegen(looped=case.looped, **pieces):
+    with swapped_codegen(looped=case.looped, **pieces) as swap:
         try:
             actual = compile_and_run(case.fn, inputs)
         except Exception as error:  # noqa: BLE001 - a learner's error is reported, not raised
             return describe_error(error)
-    return compare(actual, expected, case.tolerance, reference="eager")
+    problem = compare(actual, expected, case.tolerance, reference="eager")
+    reducing = next(filter(None, map(reduced_inside_a_loop, swap.sources)), None)
+    if problem or not reducing:
+        return problem
+    return (f"correct values, but a looped reduction reduces across lanes inside its loop (`{reducing}`): "
+            "fold each chunk into the [XBLOCK, RBLOCK] accumulator lane by lane, and reduce the lanes "
+            "once, after the loop")
+
+
+CROSS_LANE = re.compile(r"\btl\.(?:sum|max|min|reduce)\(|\w+_propagate_nan\(|\w+_first\(")
+
+
+def reduced_inside_a_loop(source):
+    """The first line inside a ``for roffset`` loop of a kernel's source that reduces across lanes,
+    or None."""
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("for roffset"):
+            indent = len(line) - len(line.lstrip())
+            for inner in lines[i + 1:]:
+                if inner.strip() and len(inner) - len(inner.lstrip()) <= indent:
+                    break
+                if CROSS_LANE.search(inner):
+                    return inner.strip()
+    return None
 
 
 def check_cases(case_list, **pieces):

@@ -5,6 +5,10 @@ ASSIGNMENT = "a09_triton_reductions"
 
 PERSISTENT_DOC = '    """The code of a reduction whose whole row is one tile; returns its [XBLOCK, 1] result."""\n'
 
+IDENTITY_DOC = '    """The value a reduction of values of ``dtype`` starts from, as Triton source."""\n'
+LOOPED_FOLD = ('        if rtype == "sum":\n            kernel.writeline(f"{acc} = {acc} + {tile}")\n'
+               '        elif rtype == "prod":\n            kernel.writeline(f"{acc} = {acc} * {tile}")\n')
+
 MUTANTS = [
     Mutant("persistent: delegates to the reference's codegen_reduction", PERSISTENT_DOC,
            PERSISTENT_DOC + "    from tinydynamo.inductor.codegen import triton\n"
@@ -86,4 +90,65 @@ MUTANTS = [
            '        kernel.writeline(f"{acc}_index',
            'kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {acc_type})")\n        kernel.writeline(f"{acc}_index',
            "argmax of negative rows, looped"),
+    # learner5's round
+    # part 1
+    Mutant("identity: delegates to torch._inductor's Reduction.default_value", IDENTITY_DOC,
+           IDENTITY_DOC + "    import math\n    from torch._inductor.ir import Reduction\n"
+           "    value = Reduction.default_value(reduction_type, dtype)\n"
+           "    if isinstance(value, float) and math.isinf(value):\n        return f'float(\"{value}\")'\n"
+           "    return str(int(value))\n",
+           "torch", zero=("test_identity", "test_identity_extra")),
+    Mutant("identity: -max() for the smallest integer (one above it)", "    return str(info.max if largest else info.min)\n",
+           "    return str(info.max if largest else -info.max)\n", "int64"),
+    Mutant("identity: prod starts from 1.0 for every dtype", '    if reduction_type == "prod":\n        return "1"\n',
+           '    if reduction_type == "prod":\n        return "1.0"\n', "prod"),
+    Mutant("identity: argmax/argmin of floats from the finite extremes",
+           "        return 'float(\"inf\")' if largest else 'float(\"-inf\")'\n",
+           "        if reduction_type.startswith('arg'):\n            info = torch.finfo(dtype)\n"
+           "            return repr(info.max if largest else info.min)\n"
+           "        return 'float(\"inf\")' if largest else 'float(\"-inf\")'\n", "-inf"),
+    # part 2
+    Mutant("reduction_input: a value constant along the row is reduced as it is (no broadcast to the tile)",
+           "    identity = reduction_identity(body.reduction_type, body.src_dtype)\n    return kernel.new_var(",
+           "    identity = reduction_identity(body.reduction_type, body.src_dtype)\n"
+           "    if value.dims == {\"x\"}:\n        return value\n    return kernel.new_var(", "the same along the row"),
+    Mutant("reduction_input: zeroes the lanes past the row's end for every reduction",
+           'f"tl.where({kernel.rmask(body)}, {value}, {identity})"', 'f"tl.where({kernel.rmask(body)}, {value}, 0)"',
+           "max"),
+    Mutant("reduce_tile: prod of floats with tl.reduce but of integers with tl.sum (copy-paste)",
+           '        kernel.use_helper("multiply")\n        expr = f"tl.reduce({tile}, 1, multiply)"',
+           '        kernel.use_helper("multiply")\n        expr = f"tl.reduce({tile}, 1, multiply)" if floating else f"tl.sum({tile}, 1)"',
+           "prod"),
+    # part 3
+    Mutant("looped: reduces each chunk inside the loop (an [XBLOCK, 1] accumulator)",
+           '    kernel.writeline(f"{acc} = tl.full([XBLOCK, RBLOCK], {reduction_identity(rtype, body.src_dtype)}, {acc_type})")\n'
+           '    with kernel.reduction_loop(body):\n        tile = reduction_input(kernel, body)\n' + LOOPED_FOLD,
+           '    kernel.writeline(f"{acc} = tl.full([XBLOCK, 1], {reduction_identity(rtype, body.src_dtype)}, {acc_type})")\n'
+           '    with kernel.reduction_loop(body):\n        tile = reduce_tile(kernel, body, reduction_input(kernel, body))\n'
+           '        tile = f"{tile}.to({acc_type})"\n' + LOOPED_FOLD,
+           "looped"),
+    Mutant("looped: the chunk's tile is not masked (the loads' zeros are folded in)",
+           "    with kernel.reduction_loop(body):\n        tile = reduction_input(kernel, body)\n        if rtype",
+           "    with kernel.reduction_loop(body):\n        tile = kernel.ensure_tensor(kernel.compute(body))\n        if rtype",
+           "looped"),
+    # part 4
+    Mutant("arg (looped): the index of the lane within the chunk, not the position in the row",
+           'f"{kernel.rindex_int64()})")', 'f"tl.arange(0, RBLOCK)[None, :].to(tl.int64))")', "looped"),
+    Mutant("arg (looped): indices start from -1", 'kernel.writeline(f"{acc}_index = tl.zeros([XBLOCK, RBLOCK], tl.int64)")',
+           'kernel.writeline(f"{acc}_index = tl.full([XBLOCK, RBLOCK], -1, tl.int64)")', "looped"),
+    Mutant("arg (looped): argmax_update for argmin too",
+           '            kernel.use_helper(f"{rtype}_update")\n            tile = reduction_input(kernel, body)\n'
+           '            kernel.writeline(f"{acc}, {acc}_index = {rtype}_update(',
+           '            kernel.use_helper("argmax_update")\n            tile = reduction_input(kernel, body)\n'
+           '            kernel.writeline(f"{acc}, {acc}_index = argmax_update(', "argmin"),
+    Mutant("arg (persistent): the positions from tl.arange of the tile, not rindex_int64",
+           "        values, indices = reduction_input(kernel, body), kernel.rindex_int64()\n",
+           "        values, indices = reduction_input(kernel, body), \"tl.arange(0, RBLOCK)[None, :]\"\n", "arg"),
+    Mutant("arg (persistent): no identity past the row's end",
+           "        values, indices = reduction_input(kernel, body), kernel.rindex_int64()\n",
+           "        values, indices = kernel.ensure_tensor(kernel.compute(body)), kernel.rindex_int64()\n", "arg"),
+    Mutant("looped: prod folded with + (copy-paste of the sum)", 'kernel.writeline(f"{acc} = {acc} * {tile}")',
+           'kernel.writeline(f"{acc} = {acc} + {tile}")', "prod"),
+    Mutant("arg (looped): accumulator and index passed to the update helper in the wrong order",
+           '{rtype}_update({acc}, {acc}_index, {tile}, "', '{rtype}_update({acc}_index, {acc}, {tile}, "', "looped"),
 ]
