@@ -28,6 +28,13 @@ def _tensors(value):
     return []
 
 
+def _others(value):
+    """Everything else that a (nested) output holds, in order: sizes, strides, flags."""
+    if isinstance(value, (tuple, list)):
+        return [o for v in value for o in _others(v)]
+    return [] if isinstance(value, torch.Tensor) else [value]
+
+
 def _strides(t):
     """Strides that matter: a dim of size 1 can have any stride."""
     return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
@@ -74,6 +81,7 @@ def assert_like_eager(fn, make_inputs, context=contextlib.nullcontext, falls_bac
         return
     assert error is None, f"eager returned {expected}; compiled raised {error!r}"
     assert len(_tensors(actual)) == len(_tensors(expected))
+    assert _others(actual) == _others(expected), f"outputs other than tensors: {_others(actual)}, eager {_others(expected)}"
     for i, (a, e) in enumerate(zip(_tensors(actual), _tensors(expected))):
         assert_like_eager_tensor(a, e, f"output {i}")
     for i, (a, e) in enumerate(zip(_tensors(inputs), _tensors(expected_inputs))):
@@ -388,6 +396,19 @@ def a_channels_last_convolution_keeps_eager_strides(x, w, b):
              randn(32, requires_grad=True)))
 def a_channels_last_convolution_and_its_gradients_keep_eager_strides(x, w, b):
     return torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1)) * 2
+
+
+@case(inputs(channels_last(2, 3, 5, 6), randn(4, 3, 3, 3), randn(2, 4, 5, 6),
+             lambda: torch.randn(4, 1, 3, 3).to(memory_format=torch.channels_last)))
+def a_convolutions_layout_is_eagers_inside_the_frame_too(x, w, y, depthwise):
+    """Dynamo's meta kernels return contiguous results: the frame read another stride() than
+    eager, and a view that only channels-last allows failed to trace. A weight of one channel
+    per group is contiguous and channels-last at once; its strides say channels-last."""
+    out = torch.nn.functional.conv2d(x, w, padding=1)
+    grouped = torch.nn.functional.conv2d(y, depthwise, padding=1, groups=4)
+    flat = out.permute(0, 2, 3, 1).view(2, 30, 4)
+    return flat * 2, out.stride(), out.is_contiguous(memory_format=torch.channels_last), grouped.stride(), \
+        torch.nn.functional.conv_transpose2d(x, w.transpose(0, 1)).stride()
 
 
 @case(inputs(randn(1, 3)))

@@ -447,6 +447,7 @@ UNARY_METHODS = {
     "floor": (sympy.floor, math.floor, int),
     "ceil": (sympy.ceiling, math.ceil, int),
     "trunc": (sympy.floor, math.trunc, int),
+    "sym_sqrt": (sympy.sqrt, math.sqrt, float),
 }
 
 

@@ -1,6 +1,6 @@
 """Counters behind ``tinydynamo.stats()``, the compile lock (Introduction chapter), tracing unseen
-by saved-tensor hooks, and the row-major strides that dynamo's guards, the prims and inductor all
-compute."""
+by saved-tensor hooks, the row-major strides that dynamo's guards, the prims and inductor all
+compute, and the layout of a convolution's result, which dynamo and AOT autograd both trace."""
 import collections
 import contextlib
 import threading
@@ -77,3 +77,27 @@ def contiguous_strides(sizes):
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides))
+
+
+# Convolutions on CPU run through oneDNN, which returns a channels-last result when the input or
+# the weight is laid out channels-last. Meta kernels, and a convolution traced with oneDNN off,
+# return a contiguous one: dynamo and AOT autograd give their traced result eager's layout.
+CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def convolution_layout(input, weight, result):
+    """``result`` of a convolution of ``input`` by ``weight`` (or of its backward: a tuple), laid
+    out as oneDNN lays it out."""
+    memory_format = CHANNELS_LAST.get(input.ndim)
+    if memory_format is None or not any(is_channels_last(t, memory_format) for t in (input, weight)):
+        return result
+    if isinstance(result, torch.Tensor):
+        return result.contiguous(memory_format=memory_format) if result.ndim == input.ndim else result
+    return type(result)(convolution_layout(input, weight, t) if isinstance(t, torch.Tensor) else t for t in result)
+
+
+def is_channels_last(tensor, memory_format):
+    """Laid out channels-last, and not row-major: a weight of one channel per group
+    (``[C, 1, k, k]``) is both contiguous and channels-last, and its strides say which."""
+    return tensor.is_contiguous(memory_format=memory_format) and tuple(tensor.stride()) != contiguous_strides(
+        tensor.shape)

@@ -1789,6 +1789,16 @@ def no_grad_block(x):
 
 
 @case(T(3, requires_grad=True))
+def profiler_ranges(x):
+    """Dropped from the graph, as Dynamo does."""
+    with torch.profiler.record_function("block"):
+        y = x.sin()
+        with torch.autograd.profiler.record_function("inner"):
+            y = y * 2
+    return y + 1
+
+
+@case(T(3, requires_grad=True))
 def enable_grad_inside_no_grad(x):
     with torch.no_grad():
         with torch.enable_grad():
@@ -2618,6 +2628,16 @@ def nested_function_with_annotations(x):
         return {name: t * (scale or 1.0) for name in names}  # the annotations are evaluated, then unused
 
     return scaled(x, ["a", "b"], 2.0)["b"], scaled.__annotations__["names"]
+
+
+OPTIONAL_INT = int | None
+
+
+@case(X)
+def classes_read_from_a_type_hint(x):
+    """huggingface_hub's strict dataclasses validate each field this way (transformers' configs)."""
+    allowed = typing.get_args(OPTIONAL_INT)
+    return x * 2 if any(isinstance(3, t) for t in allowed) else x, [t.__name__ for t in allowed]
 
 
 @case(T(2, 6, 3), T(2, 6, 3), dynamo=False)  # torch._dynamo keeps one associative_scan node; ours is unrolled

@@ -824,6 +824,19 @@ class ResidualKeptBeforeRebinding(nn.Module):
 MODELS["rebound_residual"] = ResidualKeptBeforeRebinding()
 
 
+@case(G)
+def print_inside_a_profiler_range_inside_no_grad(x):
+    with torch.profiler.record_function("outer"):
+        y = x * 2
+        with torch.no_grad():
+            with torch.autograd.profiler.record_function("inner"):
+                z = y.sin()
+                print("in the range")
+            w = z + 1
+        v = w * x
+    return v, y.requires_grad, w.requires_grad, v.requires_grad
+
+
 @case(X)
 def module_keeping_a_residual_across_a_break(x):
     return MODELS["rebound_residual"](x)

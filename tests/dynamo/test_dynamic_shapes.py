@@ -1,5 +1,6 @@
 """Dynamic shapes in dynamo: size symbols, guards on sizes, the automatic-dynamic policy, and
 every compiled result checked against eager."""
+import math
 import warnings
 
 import pytest
@@ -161,6 +162,33 @@ def test_divmod_of_a_size_stays_symbolic():
 
     stats = check_sizes(f, lambda n: (torch.randn(n, 2),), [3, 5, 7, 10], dynamic=None)
     assert stats["frames_compiled"] == 2
+
+
+def sizes_through_builtins(x):
+    n = x.shape[-1]
+    side = int(math.sqrt(n))  # a ViT's grid of patches
+    scale = (n if isinstance(n, int) else 0) / math.sqrt(float(n))
+    head = x[..., : math.ceil(n / 3)].sum(-1) + x[..., : max(math.floor(n / 4), 1)].sum(-1)
+    grid = x.reshape(x.shape[0], side, side).sum(-1)
+    same = x.shape == (x.shape[0], n) and x.shape[1:] != [n] and -1 not in x.shape  # a tuple never equals a list
+    return grid * scale, head * min(n, 100, x.shape[0] + 50), int(n * 0.5), same, callable(n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_builtins_and_math_on_sizes_keep_them_symbolic(backend):
+    """``int``, ``float``, ``max``/``min`` of ints, ``math.ceil``/``floor``/``sqrt``, ``isinstance``,
+    ``callable``, ``==`` between shapes and tuples and ``in`` compute on the size without reading it, as
+    in torch.compile: two compiles over five sizes. Each specialised the size (five compiles)."""
+    stats = check_sizes(sizes_through_builtins, lambda n: (torch.randn(2, n),), [16, 25, 36, 49, 64],
+                        backend=backend)
+    assert stats["frames_compiled"] == 2
+
+
+def test_int_of_a_negative_size_expression_specialises_it():
+    """``int()`` truncates towards 0 and the size expressions floor: a negative value, where they
+    differ, is specialised rather than kept symbolic."""
+    stats = check_sizes(lambda x: x * int((x.shape[0] - 20) / 3), lambda n: (torch.randn(n),), [4, 5, 7, 8])
+    assert stats["frames_compiled"] == 4
 
 
 def test_a_symbolic_shape_stays_a_torch_size():
@@ -604,3 +632,17 @@ def test_percent_formatting_of_a_symbolic_size_specialises_it_as_an_f_string_doe
         assert list(compiled(x, "a")) == list(tags_by_width(x, "a")) == [f"a:{width}"]
     explanation = tinydynamo.explain(tags_by_width)(torch.randn(2, 6), "a")
     assert not explanation.break_reasons
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_channels_last_convolution_keeps_eagers_layout_with_symbolic_sizes(backend):
+    """The graph traced with symbolic sizes gave the convolution a contiguous result: after the
+    recompile the output came back NCHW, where eager's is channels-last."""
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).to(memory_format=torch.channels_last)
+    compiled = tinydynamo.compile(lambda x: torch.relu(conv(x)), backend=backend)
+    for width in (6, 7, 9):
+        x = torch.randn(2, 3, 5, width).to(memory_format=torch.channels_last)
+        actual, expected = compiled(x), torch.relu(conv(x))
+        torch.testing.assert_close(actual, expected)
+        assert actual.stride() == expected.stride(), f"width {width}"
+    assert tinydynamo.stats()["frames_compiled"] == 2

@@ -280,6 +280,22 @@ def test_object_type_change_recompiles():
     assert check(torch.randn(3), B()) == 1
 
 
+class Scaled:
+    gain = 1.0
+
+
+@pytest.mark.parametrize("read", [lambda obj: type(obj).gain, lambda obj: obj.__class__.gain])
+def test_a_class_attribute_read_through_type_of_an_object_is_guarded(read):
+    obj = Scaled()
+    check = Checker(lambda x: x * read(obj))
+    try:
+        assert check(torch.randn(3)) == 1
+        Scaled.gain = 3.0
+        assert check(torch.randn(3)) == 1  # not the stale graph with 1.0 in it
+    finally:
+        Scaled.gain = 1.0
+
+
 def test_list_becoming_tuple_recompiles():
     def f(xs):
         return xs[0] + xs[1]

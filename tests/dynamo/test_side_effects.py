@@ -937,3 +937,45 @@ def test_gradients_assigned_by_hand_are_replayed_in_one_graph():
     torch.testing.assert_close(results[1], results[0])
     explanation = tinydynamo.explain(step)(torch.nn.Linear(3, 2), torch.ones(4, 3))
     assert (explanation.graph_count, len(explanation.break_reasons)) == (1, 0)
+
+
+class Counted:
+    scale = 1.0
+    calls = 0
+
+
+class CountedChild(Counted):
+    def scaled(self, x):
+        return x * self.scale
+
+
+def assign_class_attributes(x, obj):
+    Counted.calls += 1
+    Counted.scale = Counted.scale * 2
+    y = obj.scaled(x) + type(obj).scale
+    print("calls", Counted.calls)
+    return y + CountedChild.scale
+
+
+def shadow_a_class_attribute(x, obj):
+    y = obj.scaled(x)
+    CountedChild.scale = 10.0  # shadows Counted.scale for the subclass and its instances
+    return y + obj.scaled(x) + Counted.scale
+
+
+@pytest.mark.parametrize("fn", [assign_class_attributes, shadow_a_class_attribute])
+def test_class_attributes_assigned_in_the_frame_are_seen_and_replayed(fn, capsys):
+    def run(f):
+        Counted.scale, Counted.calls = 1.0, 0
+        vars(CountedChild).get("scale") and delattr(CountedChild, "scale")
+        results = [f(torch.ones(2), CountedChild()) for _ in range(3)]
+        return results, Counted.scale, Counted.calls, vars(CountedChild).get("scale")
+
+    try:
+        expected, compiled = run(fn), run(tinydynamo.compile(fn, backend="eager"))
+        torch.testing.assert_close(compiled, expected)
+        assert capsys.readouterr().out.count("calls") == (6 if fn is assign_class_attributes else 0)
+        explained = tinydynamo.explain(fn)(torch.ones(2), CountedChild())
+        assert explained.graph_count == (2 if fn is assign_class_attributes else 1)
+    finally:
+        run(lambda x, obj: None)

@@ -54,6 +54,7 @@ from .functionalization import (
 )
 from ..collectives import WAIT, is_collective, local_stand_in
 from ..symbolic_shapes import SymbolicShapeError
+from ..utils import convolution_layout
 from .symbolic import SYM_TYPES, SymbolicValues
 
 aten = torch.ops.aten
@@ -161,25 +162,13 @@ class OneDNNSwitch:
 
 onednn = OneDNNSwitch()
 
-# Convolutions traced without oneDNN may return a contiguous result where oneDNN, at run time,
-# returns a channels-last one (it does when the input or the weight is channels-last): the
-# traced value is given that layout, so that the graph records eager's strides.
-CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
 
 
-def convolution_layout(func, args, result):
-    """``result`` of a convolution (or its backward) laid out as oneDNN lays it out."""
+def convolution_result_layout(func, args, result):
+    """A convolution's (or its backward's) ``result``, laid out as eager's (``convolution_layout``)."""
     input, weight = (args[0], args[1]) if func is aten.convolution.default else (args[1], args[2])
-    memory_format = CHANNELS_LAST.get(input.ndim)
-    if memory_format is None or not any(_is_channels_last(t, memory_format) for t in (input, weight)):
-        return result
-    return tree_map(lambda t: t.contiguous(memory_format=memory_format)
-                    if isinstance(t, torch.Tensor) and t.ndim == input.ndim else t, result)
-
-
-def _is_channels_last(tensor, memory_format):
-    return tensor.is_contiguous(memory_format=memory_format) and not tensor.is_contiguous()
+    return convolution_layout(input, weight, result)
 
 
 def _run_on_meta(func, args, kwargs):
@@ -196,7 +185,8 @@ def _run_on_meta(func, args, kwargs):
         kwargs = {**kwargs, "device": torch.device("meta")}
     try:
         with enable_python_dispatcher():
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            return convolution_result_layout(func, args, result) if func in CONVOLUTIONS else result
     except Exception as error:  # also when eager would raise: the per-shape compile then does
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise SymbolicShapeError(f"tinydynamo.aot: {func} failed on meta tensors with symbolic sizes "
@@ -377,7 +367,7 @@ class DispatchTracer(TorchDispatchMode):
         if is_collective(func):
             return local_stand_in(func, *args, **kwargs)
         result = func(*args, **kwargs)
-        return convolution_layout(func, args, result) if func in CONVOLUTIONS else result
+        return convolution_result_layout(func, args, result) if func in CONVOLUTIONS else result
 
     def _trace_wait(self, tensor):
         """``wait_tensor`` hands back the very tensor a collective issued, now complete. From here

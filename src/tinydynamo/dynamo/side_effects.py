@@ -9,7 +9,7 @@ after the graph has run: it writes the new contents of each list, dict and set b
 object, and assigns each attribute. Every new value is rebuilt before the first write, so no
 value is read back from an object that was already overwritten.
 """
-from .variables import ConstDictVariable
+from .variables import ConstDictVariable, TypeVariable
 from .variables.sets import SetVariable
 
 
@@ -43,6 +43,21 @@ class SideEffects:
     def pending_attr(self, var, name):
         """The value assigned to ``var.name`` earlier in the trace, or None."""
         return self.attr_values.get(var, {}).get(name)
+
+    def class_tracker(self, cls):
+        """The tracker through which the trace assigned attributes of the class ``cls``, or None."""
+        return next((var for var in self.attr_values if isinstance(var, TypeVariable) and var.cls is cls), None)
+
+    def pending_class_attr(self, cls, name):
+        """The value that ``Cls.name = value`` earlier in the trace gave the attribute ``name`` of
+        ``cls``'s instances and subclasses (found along the MRO, as Python looks it up), or None."""
+        for klass in cls.__mro__:
+            tracker = self.class_tracker(klass)
+            if tracker is not None and name in self.attr_values[tracker]:
+                return self.attr_values[tracker][name]
+            if name in vars(klass):
+                return None
+        return None
 
     def values(self):
         """Every tracker the replay rebuilds (the graph must output the tensors among them)."""

@@ -55,6 +55,7 @@ from .variables import (
     GeneratorVariable,
     GetAttrVariable,
     GradModeVariable,
+    ProfilerRangeVariable,
     ListIteratorVariable,
     ListVariable,
     NestedUserFunctionVariable,
@@ -715,7 +716,7 @@ class InstructionTranslatorBase:
         manager (a class with Python ``__enter__``/``__exit__``, ``@contextlib.contextmanager``)
         is traced like any call: ``__enter__`` now, ``__exit__`` where the block ends."""
         ctx = self.pop()
-        if isinstance(ctx, (GradModeVariable, AutocastVariable)):
+        if isinstance(ctx, (GradModeVariable, AutocastVariable, ProfilerRangeVariable)):
             self.push(GetAttrVariable(ctx, "__exit__"))
             self.push(ctx.enter(self))
         elif isinstance(ctx, UserDefinedObjectVariable) and is_python_context_manager(ctx.python_type()):
@@ -937,19 +938,19 @@ class InstructionTranslator(InstructionTranslatorBase):
             entry = cleanup.target.exn_tab_entry if cleanup else None  # the block around this one
         return found
 
-    def grad_mode_blocks(self, inst):
+    def cuttable_blocks(self, inst):
         """The ``with`` blocks around ``inst`` (the stack as before it), outermost first. A graph
-        break may cut grad-mode ``with`` blocks in two (their ``__exit__`` goes to the resume
-        function), no other block."""
-        modes = []
+        break may cut grad-mode and ``record_function`` blocks in two (their ``__exit__`` goes to
+        the resume function), no other block."""
+        contexts = []
         for handler, depth in self.blocks(inst):
             exit_fn = self.stack[depth - 1]
-            if handler.opname != "WITH_EXCEPT_START" or not (
-                    isinstance(exit_fn, GetAttrVariable) and isinstance(exit_fn.obj, GradModeVariable)):
+            if handler.opname != "WITH_EXCEPT_START" or not (isinstance(exit_fn, GetAttrVariable) and isinstance(
+                    exit_fn.obj, (GradModeVariable, ProfilerRangeVariable))):
                 unsupported("the graph can break inside a `with` block only for torch.no_grad/"
-                            "enable_grad/set_grad_enabled")
-            modes.insert(0, exit_fn.obj)
-        return modes
+                            "enable_grad/set_grad_enabled and torch.profiler.record_function")
+            contexts.insert(0, exit_fn.obj)
+        return contexts
 
     def break_graph(self, inst, reason):
         """Compile the graph recorded so far and end the transformed frame with ``inst`` run as
@@ -1142,7 +1143,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     def restore_grad_mode_on_error(self, codegen, inst, unsafe):
         """Inside ``with torch.no_grad():``, if the instructions ``unsafe`` raise, restore the
         grad mode from before the outermost block, as the blocks' own handlers would."""
-        blocks = self.grad_mode_blocks(inst)
+        blocks = [ctx for ctx in self.cuttable_blocks(inst) if isinstance(ctx, GradModeVariable)]
         if not blocks:
             return
         handler = PyCodegen(self.current_instruction.positions)

@@ -37,13 +37,13 @@ from .misc import (
 from .nn_module import NNModuleVariable
 from .sets import SetVariable
 from .tensor import SymNodeVariable, SymSliceVariable, TensorVariable
-from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable
+from .torch import AutocastVariable, GradModeVariable, ProfilerRangeVariable, TorchFunctionVariable
 
 __all__ = [
     "AutocastVariable", "BaseListVariable", "BaseUserFunctionVariable", "BuiltinVariable", "CellVariable",
     "ConstDictVariable", "ConstantVariable", "DataClassVariable", "ExceptionVariable", "FunctoolsPartialVariable",
     "FutureVariable", "GeneratorVariable",
-    "GetAttrVariable", "GradModeVariable", "ListIteratorVariable", "ListVariable",
+    "GetAttrVariable", "GradModeVariable", "ProfilerRangeVariable", "ListIteratorVariable", "ListVariable",
     "LruCacheVariable", "NNModuleVariable", "NestedUserFunctionVariable", "NewObjectVariable",
     "NullVariable", "PythonModuleVariable", "RangeVariable", "SetVariable", "SliceVariable", "SuperVariable",
     "SymNodeVariable", "SymSliceVariable", "TensorVariable", "TorchFunctionVariable", "TupleVariable",

@@ -45,7 +45,8 @@ from .ndarray import NUMPY_NAMES, NumpyFunctionVariable, NumpyNdarrayVariable
 from .nn_module import NNModuleVariable
 from .pytree import PytreeFunctionVariable
 from .sets import SetVariable
-from .torch import GradModeExit, GradModeVariable, TorchFunctionVariable, is_torch_callable
+from .torch import (GradModeExit, GradModeVariable, ProfilerRangeExit, ProfilerRangeVariable, TorchFunctionVariable,
+                    is_torch_callable)
 
 
 # Where a subclass a user meets is best compiled around (chapter 14 for DTensor).
@@ -86,7 +87,8 @@ def is_mutable_object(value):
 
 
 IMMUTABLE_OR_BY_ID = (torch.Tensor, torch.nn.Module, enum.Enum, type, types.ModuleType, types.FunctionType,
-                      types.MethodType, types.BuiltinFunctionType, functools.partial, tuple, GradModeExit)
+                      types.MethodType, types.BuiltinFunctionType, functools.partial, tuple, GradModeExit,
+                      ProfilerRangeExit)
 
 
 class VariableBuilder:
@@ -162,6 +164,9 @@ class VariableBuilder:
                                source=self.source)
         if isinstance(value, GradModeExit):
             return self.wrap_grad_mode_exit(value)
+        if isinstance(value, ProfilerRangeExit):
+            self.guard("TYPE_MATCH", ProfilerRangeExit)
+            return GetAttrVariable(ProfilerRangeVariable(), "__exit__")
         if value is os.environ:
             return EnvironVariable()
         if type(value) is np.ndarray and self.source is not None and self.is_shareable_array(value):

@@ -15,6 +15,7 @@ import collections
 import functools
 import inspect
 import itertools
+import math
 import operator
 import types
 import warnings
@@ -60,6 +61,9 @@ DUNDER_METHODS = {
     operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
     operator.abs: ("__abs__", None), abs: ("__abs__", None),
 }
+# Conversions of a symbolic size that stay symbolic: the function the graph node calls.
+SYMBOLIC_CONVERSIONS = {int: math.trunc, float: torch.sym_float, math.floor: math.floor, math.ceil: math.ceil,
+                        math.trunc: math.trunc, math.sqrt: torch._sym_sqrt}
 # Builtins without side effects: called right away when all their arguments are constants.
 PURE_BUILTINS = {
     abs, all, any, bin, bool, chr, complex, divmod, float, format, hash, hex, int, len, max, min, oct,
@@ -137,6 +141,8 @@ class BuiltinVariable(VariableTracker):
         if self.fn is divmod and not kwargs and any(isinstance(a, SymNodeVariable) for a in args) and \
                 all(a.is_python_constant() or isinstance(a, SymNodeVariable) for a in args):
             return TupleVariable([sym_operator(tx, operator.floordiv, args), sym_operator(tx, operator.mod, args)])
+        if self.fn in SYMBOLIC_CONVERSIONS and len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable):
+            return self.call_symbolic_conversion(tx, args[0])
         if self.foldable(args, kwargs):
             return wrap_constant(fold(self.fn, *[a.as_python_constant() for a in args],
                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
@@ -146,11 +152,21 @@ class BuiltinVariable(VariableTracker):
 
     def foldable(self, args, kwargs):
         """Pure, and every argument a constant or a symbolic size (which folding specialises:
-        ``range(n)``, ``int(n)``, ``math.sqrt(n)`` need its value, and guard it)."""
+        ``range(n)``, ``round(n / 3)`` need its value, and guard it)."""
         pure = self.fn in PURE_BUILTINS or getattr(self.fn, "__module__", None) in FOLDABLE_MODULES \
             or is_constant_method(self.fn)
         return pure and all(a.is_python_constant() or isinstance(a, SymNodeVariable)
                             for a in [*args, *kwargs.values()])
+
+    def call_symbolic_conversion(self, tx, value):
+        """``int(n)``, ``float(n)``, ``math.ceil(n / 2)``, ``math.sqrt(n)`` of a symbolic size: a
+        graph node, the size kept symbolic (as torch.compile does). ``int()`` of a float truncates
+        and the size expressions only floor, so it is guarded to be at least 0, where both agree."""
+        if value.python_type() is int and self.fn in (int, math.floor, math.ceil, math.trunc):
+            return value
+        if self.fn in (int, math.trunc) and not bool(value.sym >= 0):
+            return wrap_constant(self.fn(value.as_python_constant()))
+        return sym_operator(tx, SYMBOLIC_CONVERSIONS[self.fn], [value])
 
     # --- operators ---------------------------------------------------------------------------
 
@@ -216,6 +232,8 @@ class BuiltinVariable(VariableTracker):
 
     def call_isinstance(self, tx, obj, classes):
         cls = classes.as_python_constant()
+        if isinstance(obj, SymNodeVariable):  # an int, whatever its value
+            return ConstantVariable(issubclass(obj.python_type(), cls))
         try:
             return ConstantVariable(isinstance(obj.python_object(), cls))
         except Unsupported:
@@ -303,6 +321,8 @@ class BuiltinVariable(VariableTracker):
         return obj.var_getattr(tx, "__dict__")
 
     def call_callable(self, tx, obj):
+        if isinstance(obj, SymNodeVariable):
+            return ConstantVariable(False)
         try:
             return ConstantVariable(callable(obj.python_object()))
         except Unsupported:  # an instance is callable when its class defines __call__ (a tensor is not)
@@ -312,7 +332,7 @@ class BuiltinVariable(VariableTracker):
         cls = obj.python_type()
         if cls in HANDLERS or cls in PURE_BUILTINS:  # type(xs)(...) builds a list, as list(...) does
             return BuiltinVariable(cls)
-        return TypeVariable(cls)
+        return TypeVariable(cls, obj.class_source())  # ``type(obj).attr`` is guarded there
 
     def call_range(self, tx, *args):
         return RangeVariable(fold(range, *[a.as_python_constant() for a in args]))
@@ -535,6 +555,9 @@ class BuiltinVariable(VariableTracker):
             return items[fold(fn, range(len(items)), key=lambda i: keys[i].as_python_constant())]
         if any(isinstance(i, TensorVariable) for i in items):
             return self.tensor_min_max(tx, fn, items)
+        if any(isinstance(i, SymNodeVariable) for i in items) and all(i.python_type() is int for i in items):
+            symbolic = torch.sym_max if fn is max else torch.sym_min  # no comparison: the size stays symbolic
+            return functools.reduce(lambda a, b: sym_operator(tx, symbolic, [a, b]), items)
         return wrap_constant(fold(fn, [i.as_python_constant() for i in items]))
 
     def tensor_min_max(self, tx, fn, items):
@@ -634,7 +657,21 @@ def sequence_operator(tx, fn, a, b):
     if fn in SET_UPDATES and isinstance(a, SetVariable) and not a.frozen and isinstance(b, SetVariable):
         a.call_method(tx, SET_UPDATES[fn], [b], {})
         return a
+    if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
+        return sequence_equality(tx, fn, a, b)
     return None
+
+
+def sequence_equality(tx, fn, a, b):
+    """``x.shape == (n, 4)`` with symbolic sizes: item by item, each comparison guarded as a
+    branch on it is (a tuple never equals a list; a torch.Size is a tuple)."""
+    items = [*a.items, *b.items]
+    if not all(i.is_python_constant() or isinstance(i, SymNodeVariable) for i in items):
+        return None
+    same = issubclass(a.python_type(), tuple) == issubclass(b.python_type(), tuple) and len(a.items) == len(b.items) \
+        and all(BuiltinVariable(operator.eq).call_function(tx, [x, y], {}).as_python_constant()
+                for x, y in zip(a.items, b.items))
+    return ConstantVariable(same == (fn is operator.eq))
 
 
 class OperatorGetterVariable(VariableTracker):

@@ -126,7 +126,8 @@ class SliceVariable(ConstantVariable):
 
 
 # {container type: function making its tracker from a constant value}. Each container module
-# (lists, dicts, sets) registers its own, so this module needs none of them.
+# (lists, dicts, sets) registers its own, so this module needs none of them; misc registers
+# ``type``, for the classes in a constant (``typing.get_args(int | None)`` is ``(int, NoneType)``).
 CONTAINER_TRACKERS = {}
 
 

@@ -326,8 +326,8 @@ def static_attribute(tx, obj_var, value, name, source):
     ``inspect.getattr_static`` finds the raw class or instance attribute; functions become bound
     methods, properties are inlined, everything else is wrapped as a value read from ``source``.
     """
-    if name == "__class__":
-        return tx.build(type(value))  # fixed by the TYPE_MATCH (or ID_MATCH) on the object
+    if name == "__class__":  # read from ``obj.__class__``, so that its attributes are guarded there
+        return tx.build(type(value), obj_var.class_source())
     try:
         attr = inspect.getattr_static(value, name)
     except AttributeError:
@@ -338,6 +338,9 @@ def static_attribute(tx, obj_var, value, name, source):
     instance_dict = getattr(value, "__dict__", {})
     if name in instance_dict and not inspect.isdatadescriptor(inspect.getattr_static(type(value), name, None)):
         return tx.build(instance_dict[name], source)  # a data descriptor on the class comes first
+    pending = tx.output.side_effects.pending_class_attr(type(value), name)
+    if pending is not None:
+        return pending  # ``Cls.name = value`` earlier in the trace
     on_class = class_attribute_source(obj_var, name)
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, obj_var, source=on_class)

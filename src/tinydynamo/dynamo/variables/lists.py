@@ -115,6 +115,9 @@ class BaseListVariable(VariableTracker):
             if item.is_python_constant() and value.is_python_constant():
                 if fold(lambda: item.as_python_constant() == value.as_python_constant()):
                     return i
+            elif all(is_number(v) for v in (item, value)):  # `-1 in x.shape` with symbolic sizes
+                if bool(number(item) == number(value)):  # decided now, and guarded
+                    return i
             elif item.python_type() is torch.Tensor or value.python_type() is torch.Tensor:
                 unsupported(f"`in` comparing {value} with {item} (== on a tensor is data-dependent)")
             else:
@@ -650,3 +653,12 @@ class MapIteratorVariable(LazyIteratorVariable):
     def next_item(self):
         row = self.rows.next_item()
         return None if row is None else self.fn.call_function(self.tx, row.items, {})
+
+
+def is_number(var):
+    """A constant number, or a symbolic one (a SymNodeVariable, which holds its SymInt in ``sym``)."""
+    return hasattr(var, "sym") or (var.is_python_constant() and isinstance(var.as_python_constant(), (int, float)))
+
+
+def number(var):
+    return var.sym if hasattr(var, "sym") else var.as_python_constant()

@@ -25,12 +25,14 @@ from ..exc import TracedException, raise_at_trace_time, unsupported
 from ..guards import Guard
 from ..source import AttrSource, DictGetItemSource
 from .base import GetAttrVariable, VariableTracker
-from .constant import ConstantVariable, fold, is_none, wrap_constant
+from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
 from .functions import FunctoolsPartialVariable, UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import BaseListVariable, DequeVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .nn_module import NewModuleVariable, NNModuleVariable
-from .torch import AutocastVariable, GradModeVariable, TorchFunctionVariable, constant_constructor, is_constant_class
+from .tensor import TensorVariable
+from .torch import (AutocastVariable, GradModeVariable, ProfilerRangeVariable, TorchFunctionVariable,
+                    constant_constructor, is_constant_class)
 
 
 def bind_with_defaults(tx, cls, args, kwargs):
@@ -100,6 +102,8 @@ class TypeVariable(VariableTracker):
             return AutocastVariable.create(self.cls, args, kwargs)
         if self.cls is functools.partial:
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
+        if issubclass(self.cls, torch.autograd.profiler.record_function):
+            return ProfilerRangeVariable()
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
         if self.cls in LEGACY_TENSOR_TYPES and len(args) == 1 and not kwargs and isinstance(args[0], BaseListVariable):
@@ -126,6 +130,9 @@ class TypeVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         source = AttrSource(self.source, name) if self.source else None
+        pending = tx.output.side_effects.pending_class_attr(self.cls, name)
+        if pending is not None:
+            return pending
         try:
             attr = inspect.getattr_static(self.cls, name)
         except AttributeError:
@@ -137,6 +144,19 @@ class TypeVariable(VariableTracker):
         if isinstance(attr, classmethod):
             return UserMethodVariable(attr.__func__, self)
         return tx.build(getattr(self.cls, name), source)
+
+    def store_attr(self, tx, name, value):
+        """``Cls.name = value`` on a class from outside the frame: replayed after the graph, and
+        seen by later reads of the attribute through the class, its subclasses and instances."""
+        if self.source is None or type(self.cls) is not type or self.is_enum():
+            unsupported(f"assigning attribute {name!r} of {self} (a class made in the frame, an enum, "
+                        "or a metaclass)")
+        if isinstance(inspect.getattr_static(self.cls, name, None), (types.FunctionType, property)) or \
+                not isinstance(value, (ConstantVariable, TensorVariable)):
+            unsupported(f"assigning attribute {name!r} of {self}: only constants and tensors replace "
+                        "a class attribute that is not a method")
+        tracker = tx.output.side_effects.class_tracker(self.cls)
+        tx.output.side_effects.store_attr(tracker if tracker is not None else self, name, value)
 
     def is_enum(self):
         return isinstance(self.cls, type) and issubclass(self.cls, enum.Enum)
@@ -156,6 +176,9 @@ class TypeVariable(VariableTracker):
 
     def __repr__(self):
         return f"TypeVariable({self.cls.__qualname__})"
+
+
+CONTAINER_TRACKERS[type] = TypeVariable
 
 
 class PythonModuleVariable(VariableTracker):

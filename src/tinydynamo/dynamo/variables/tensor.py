@@ -22,6 +22,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._pytree import tree_leaves, tree_map
 
 from ...symbolic_shapes import is_symbolic, to_python
+from ...utils import convolution_layout
 from .. import eval_frame
 from ..exc import raise_at_trace_time, unsupported
 from ..fork_join import EffectRecorder
@@ -202,8 +203,9 @@ class SymNodeVariable(VariableTracker):
     the ShapeEnv's symbols with the value it had when traced; ``proxy`` is the graph node that
     computes it, so the graph works for every size.
 
-    Python code that needs a plain number (``range(n)``, a list index, ``math.sqrt(n)``) gets
-    the traced value, and a guard that the expression keeps it: the size is *specialised*."""
+    ``int(n)``, ``max(n, 2)``, ``math.sqrt(n)`` and the like stay symbolic (builtin.py). Python
+    code that needs a plain number (``range(n)``, a list index) gets the traced value, and a guard
+    that the expression keeps it: the size is *specialised*."""
 
     def __init__(self, proxy, sym, source=None):
         super().__init__(source)  # an int argument traced as a symbol has one
@@ -371,6 +373,10 @@ def autocast_example(var):
     return as_example(var)
 
 
+CONVOLUTIONS = {torch.conv1d, torch.conv2d, torch.conv3d, torch.conv_transpose1d, torch.conv_transpose2d,
+                torch.conv_transpose3d, torch.convolution}
+
+
 def run_on_meta(kind, target, args, kwargs, symbolic=False):
     """Compute the result's metadata by running the op on meta tensors (``symbolic``: some
     have symbolic sizes); under autocast, wrapped as AutocastExamples."""
@@ -394,7 +400,11 @@ def run_on_meta(kind, target, args, kwargs, symbolic=False):
     except Exception as e:
         unsupported(f"{describe(kind, target)} failed on meta tensors ({type(e).__name__}: {e}); "
                     "it is data-dependent, has no meta kernel, or fails in eager too")
-    return tree_map(unwrap_example, result) if autocast else result
+    result = tree_map(unwrap_example, result) if autocast else result
+    if target in CONVOLUTIONS:  # the meta kernel returns a contiguous result, eager may not
+        input, weight = (unwrap_example(a) for a in margs[:2])
+        return convolution_layout(input, weight, result)
+    return result
 
 
 def result_device(kind, target, args, kwargs):

@@ -14,6 +14,9 @@ functional collectives (``distributed.py``, chapter 14).
 ``torch._C._set_grad_enabled(mode)`` in the graph, and switches grad mode while tracing too.
 A graph break inside such a ``with`` block hands its ``__exit__`` to the resume function as a
 ``GradModeExit`` (chapter 5).
+
+``ProfilerRangeVariable`` is ``torch.profiler.record_function(name)``: a range in a profiler's
+trace, which the graph leaves out, as Dynamo does.
 """
 import functools
 import inspect
@@ -349,6 +352,39 @@ class GradModeVariable(VariableTracker):
         if name != "__exit__":
             unsupported(f"rebuilding attribute {name!r} of a grad mode context manager")
         codegen.load_const(GradModeExit(self.prior))
+
+
+class ProfilerRangeVariable(VariableTracker):
+    """``with torch.profiler.record_function("block"):``: the block is traced as if the ``with``
+    were not there (Dynamo drops these ranges too). A graph break inside it hands the resume
+    function a ``ProfilerRangeExit``, which does nothing."""
+
+    def enter(self, tx):
+        if tx.instructions[tx.indexof[tx.current_instruction] + 1].opname != "POP_TOP":
+            unsupported("`with torch.profiler.record_function(...) as name`: the object is not traced")
+        return ConstantVariable(None)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__exit__":
+            return ConstantVariable(None)
+        unsupported(f"record_function.{name}() inside the compiled frame")
+
+    def var_getattr(self, tx, name):
+        if name == "__exit__":
+            return GetAttrVariable(self, name)
+        unsupported(f"attribute {name!r} of a torch.profiler.record_function")
+
+    def reconstruct_attribute(self, codegen, name):
+        if name != "__exit__":
+            unsupported(f"rebuilding attribute {name!r} of a torch.profiler.record_function")
+        codegen.load_const(ProfilerRangeExit())
+
+
+class ProfilerRangeExit:
+    """The ``__exit__`` of a ``record_function`` block that a graph break cut in two."""
+
+    def __call__(self, exc_type, exc_value, traceback):
+        return None
 
 
 @torch.fx.node.has_side_effect
