@@ -565,3 +565,66 @@ def test_a_backward_the_tracer_cannot_record_runs_the_frame_eagerly():
     for result in (out, powers(x)):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             result.sum().backward()
+
+
+def discriminate(fake, weight):
+    return (fake.detach() * weight).sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_input_used_only_detached_gets_no_autograd_edge(backend):
+    """A GAN's discriminator step, ``D(fake.detach())`` after the generator's backward freed the
+    history of ``fake``: the backward raised "backward through the graph a second time", and with
+    the history alive the generator's weight got a zero gradient where eager leaves None."""
+    generator_weight, weight = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = tinydynamo.compile(discriminate, backend=backend)
+    fake = torch.ones(3) * generator_weight
+    fake.sum().backward()
+    compiled(fake, weight).backward()
+    torch.testing.assert_close(weight.grad, fake.detach())
+    generator_weight.grad = None
+    compiled(torch.ones(3) * generator_weight, weight).backward()
+    assert generator_weight.grad is None
+
+
+def update_a_cache(cache, x, weight):
+    cache[1] = x @ weight
+    return cache.sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_buffer_written_with_values_that_require_grad_gets_their_history(backend):
+    """gpt-fast's KV cache, ``k_cache[:, :, pos] = k``: in eager the buffer then requires grad, and a
+    loss computed from it reaches the weight. The compiled write dropped the history."""
+    weight = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(4)
+    cache = torch.zeros(3, 4)
+    tinydynamo.compile(update_a_cache, backend=backend)(cache, x, weight)
+    assert cache.requires_grad and cache.grad_fn is not None
+    (cache * 2).sum().backward()
+    expected_weight = weight.detach().clone().requires_grad_()
+    expected = torch.zeros(3, 4)
+    update_a_cache(expected, x, expected_weight)
+    (expected * 2).sum().backward()
+    torch.testing.assert_close(weight.grad, expected_weight.grad)
+
+
+def s4d_kernel(log_a_real, a_imag, t):
+    a = -torch.exp(log_a_real) + 1j * a_imag  # S4D's diagonal state matrix
+    return torch.exp(a[:, None] * t).real.sum(0)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_product_with_a_python_complex_number_differentiates(backend):
+    """Its backward conjugates the number (``_conj`` of 1j), which the tracer took for a view of a
+    tensor it had never seen: a KeyError while tracing the backward."""
+    inputs = [torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True), torch.linspace(0, 1, 5)]
+    expected = s4d_kernel(*inputs)
+    expected.sum().backward()
+    expected_grads = [t.grad.clone() for t in inputs[:2]]
+    for t in inputs[:2]:
+        t.grad = None
+    actual = tinydynamo.compile(s4d_kernel, backend=backend)(*inputs)
+    actual.sum().backward()
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close([t.grad for t in inputs[:2]], expected_grads)

@@ -18,6 +18,7 @@ import operator
 import sys
 import typing
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -2628,6 +2629,58 @@ def nested_function_with_annotations(x):
         return {name: t * (scale or 1.0) for name in names}  # the annotations are evaluated, then unused
 
     return scaled(x, ["a", "b"], 2.0)["b"], scaled.__annotations__["names"]
+
+
+class LayeredCache:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __len__(self):
+        return len(self.layers)
+
+
+class Switch:
+    def __init__(self, on):
+        self.on = on
+
+    def __bool__(self):
+        return self.on
+
+
+@case(X, LayeredCache([1]), LayeredCache([]), Switch(False))
+def truth_of_objects_with_len_and_bool(x, full, empty, switch):
+    """transformers' ``if past_key_values:`` on a Cache, which defines __len__."""
+    y = x * 2
+    if full:
+        y = y + 1
+    if empty or switch:
+        y = y - 3
+    return y, bool(full), not switch
+
+
+@case(X)
+def python_types_as_dtypes(x):
+    """``torch.tensor([-1], dtype=int)`` (transformers' sliding-window cache): torch reads int as int64."""
+    index = torch.tensor([-1], dtype=int, device=x.device)
+    return x.reshape(-1)[index] + torch.zeros(3, dtype=float).sum(), x.to(bool), torch.ones(2, dtype=bool), \
+        torch.Tensor([1e10, 2])  # a legacy constructor (NeRF): the default dtype
+
+
+@case(T(2, 8, 8))
+def numpy_integers_as_slice_bounds(x):
+    """CutMix's ``rand_bbox``: np.clip of sizes gives NumPy integers, which bound the slices."""
+    width = x.size(2)
+    low, high = np.clip(width // 2 - 2, 0, width), np.clip(width // 2 + 2, 0, width)
+    y = x.clone()
+    y[:, low:high] = 0
+    return y, x[:, low:high].sum()
+
+
+def boxes_area(boxes):
+    """An assert on a tensor (DETR's generalized_box_iou); outside the test modules, whose asserts
+    pytest rewrites."""
+    assert (boxes[:, 2:] >= boxes[:, :2]).all(), "degenerate boxes"
+    return (boxes[:, 2:] - boxes[:, :2]).prod(-1)
 
 
 OPTIONAL_INT = int | None

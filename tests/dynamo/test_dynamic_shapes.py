@@ -7,6 +7,7 @@ import pytest
 import sympy
 import torch
 import torch._dynamo
+import torch.nn.functional as F
 
 import tinydynamo
 from tinydynamo import config
@@ -646,3 +647,20 @@ def test_a_channels_last_convolution_keeps_eagers_layout_with_symbolic_sizes(bac
         torch.testing.assert_close(actual, expected)
         assert actual.stride() == expected.stride(), f"width {width}"
     assert tinydynamo.stats()["frames_compiled"] == 2
+
+
+def classification_losses(logits, target, weight):
+    sequence = logits.reshape(2, -1, 5).transpose(1, 2)  # [batch, classes, time], as a sequence model's
+    return (F.cross_entropy(logits, target), F.nll_loss(logits.log_softmax(-1), target, reduction="none"),
+            F.cross_entropy(logits, F.one_hot(target, 5).float(), reduction="none", label_smoothing=0.1),
+            F.cross_entropy(logits, target, weight=weight, ignore_index=1),
+            F.cross_entropy(sequence, target.reshape(2, -1), reduction="sum"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_classification_losses_keep_the_batch_size_symbolic(backend):
+    """torch's nll_loss indexes with ``torch.arange(batch)``, made on the CPU: each new batch size
+    (a language model's batch * sequence length) compiled again."""
+    stats = check_sizes(classification_losses, lambda n: (torch.randn(n, 5), torch.randint(0, 5, (n,)), torch.rand(5)),
+                        [16, 20, 24, 30], backend=backend)
+    assert stats["frames_compiled"] == 2

@@ -10,7 +10,7 @@ import torch
 import tinydynamo
 import tinydynamo.dynamo as dynamo
 
-from dynamo_cases import assert_same
+from dynamo_cases import assert_same, boxes_area
 
 
 def check(fn, *args, breaks=0):
@@ -246,3 +246,33 @@ def test_an_exit_that_cannot_be_traced_runs_the_block_as_python():
     x = torch.randn(3)
     assert_same(dynamo.compile(a_generator_context_manager_swallows, backend="eager")(x),
                 a_generator_context_manager_swallows(x))
+
+
+def rewritten_assert_then_break(x):
+    # pytest rewrites this assert: its values live in locals named @py_assert..., and the branch on
+    # the tensor breaks the graph, so the resume function takes them as arguments
+    assert (x[:, 2:] >= x[:, :2]).all(), "degenerate boxes"
+    return x * 2
+
+
+def test_a_frame_whose_asserts_pytest_rewrote_compiles():
+    """The guard function of the resume function named its parameters after the frame's locals,
+    and ``@py_assert1`` is no identifier: a SyntaxError, for every test module that compiles code."""
+    x = torch.tensor([[0., 0., 1., 2.], [1., 1., 3., 3.]])
+    compiled = tinydynamo.compile(rewritten_assert_then_break, backend="eager")
+    torch.testing.assert_close(compiled(x), x * 2)
+    with pytest.raises(AssertionError, match="degenerate boxes"):
+        compiled(torch.tensor([[0., 0., -1., 2.]]))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_an_assert_on_a_tensor_is_checked_by_the_graph(backend):
+    """DETR's ``assert (boxes[:, 2:] >= boxes[:, :2]).all()``: one graph with torch._assert_async, as
+    in torch.compile (a branch on the tensor broke the graph). A failed check raises RuntimeError,
+    naming the line, where eager raises AssertionError (torch.compile does the same)."""
+    good = torch.tensor([[0., 0., 1., 2.], [1., 1., 3., 3.]])
+    compiled = tinydynamo.compile(boxes_area, backend=backend)
+    torch.testing.assert_close(compiled(good), boxes_area(good))
+    with pytest.raises(RuntimeError, match="assertion failed at .*dynamo_cases.py"):
+        compiled(torch.tensor([[0., 0., -1., 2.], [1., 1., 3., 3.]]))
+    assert tinydynamo.explain(boxes_area)(good).graph_break_count == 0

@@ -979,3 +979,26 @@ def test_class_attributes_assigned_in_the_frame_are_seen_and_replayed(fn, capsys
         assert explained.graph_count == (2 if fn is assign_class_attributes else 1)
     finally:
         run(lambda x, obj: None)
+
+
+EMA_MODEL = torch.nn.Linear(4, 4)
+EMA_WEIGHTS = [p.detach().clone() for p in EMA_MODEL.parameters()]
+
+
+@torch.no_grad()
+def update_ema(step):
+    decay = min(0.99, (1 + step) / (10 + step))
+    torch._foreach_lerp_(EMA_WEIGHTS, list(EMA_MODEL.parameters()), 1 - decay)
+    return decay
+
+
+def test_a_function_of_no_tensor_arguments_that_reads_a_global_model_is_compiled():
+    """An EMA update under @torch.no_grad(), called with the step only: the decorated function is
+    a nested frame (the decorator's wrapper is the root), and a nested frame whose arguments hold
+    no tensor was never compiled; it reads a global model, as Dynamo's has_tensor_in_frame sees."""
+    expected = [w.clone() for w in EMA_WEIGHTS]
+    for step in (3, 4):
+        torch._foreach_lerp_(expected, list(EMA_MODEL.parameters()), 1 - min(0.99, (1 + step) / (10 + step)))
+        assert tinydynamo.compile(update_ema, backend="eager")(step) == min(0.99, (1 + step) / (10 + step))
+    torch.testing.assert_close(EMA_WEIGHTS, expected)
+    assert tinydynamo.stats()["frames_compiled"] >= 1

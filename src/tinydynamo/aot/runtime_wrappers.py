@@ -189,6 +189,9 @@ class RuntimeWrapper:
         self.outputs_are_graph_outputs = not meta.mutated_inputs and not self.outputs_use_sizes and all(
             o.kind is OutputType.NON_ALIAS and o.index == i for i, o in enumerate(meta.outputs))
         self.forward_without_input_checks = getattr(forward, "without_input_checks", forward)
+        # Inputs that get no gradient (used only through .detach(), or not differentiably): passed to
+        # autograd detached, as eager records no edge to them (see ``_autograd_inputs``).
+        self.inputs_without_grad = sorted(set(range(len(meta.inputs))) - set(meta.grad_inputs))
 
     def __call__(self, *args):
         args = [*self.lifted, *args]
@@ -225,12 +228,13 @@ class RuntimeWrapper:
         return [self._user_output(o, args, graph_outputs, bindings) for o in self.meta.outputs]
 
     def _copy_back_mutations(self, args, graph_outputs):
-        """Write the new values into the inputs the program wrote. An activation (an input that
-        requires grad, not a leaf) is written where autograd sees it, as the program's own write
-        was: later uses of it get their gradients through the graph. Other writes are not
-        differentiable (a buffer, or a leaf written under no_grad)."""
+        """Write the new values into the inputs the program wrote. A value that requires grad is
+        written where autograd sees it, as the program's own write was: into an activation, or into
+        a buffer (a KV cache), which then requires grad as in eager. Later uses of it get their
+        gradients through the graph. Other writes are not differentiable (a value computed under
+        no_grad, a leaf parameter written under no_grad)."""
         for value, i in zip(graph_outputs, self.meta.mutated_inputs):
-            seen = value.requires_grad and args[i].requires_grad and not args[i].is_leaf
+            seen = value.requires_grad and not (args[i].is_leaf and args[i].requires_grad)
             with torch.set_grad_enabled(seen and torch.is_grad_enabled()):
                 args[i].copy_(value)
 
@@ -243,10 +247,21 @@ class RuntimeWrapper:
             )
         if needs_grad and self.backward is not None:
             with torch.enable_grad():  # under an outer no_grad, for a program that enables grad
-                return CompiledFunction.apply(self, *args)
+                return CompiledFunction.apply(self, *self._autograd_inputs(args))
         if needs_grad:  # grad mode on, and the graph was compiled for inference
             return without_grad(self._inference_outputs, args, forward)
         return self._inference_outputs(args, forward)  # no input requires grad: autograd records nothing
+
+    def _autograd_inputs(self, args):
+        """``args``, those that get no gradient detached: an edge to such an input would make the
+        backward run through its history (raising if an earlier backward freed it, as a GAN's
+        ``D(fake.detach())`` step does) and give the parameters behind it zero gradients where
+        eager leaves None."""
+        args = list(args)
+        for i in self.inputs_without_grad:
+            if isinstance(args[i], torch.Tensor) and args[i].requires_grad:
+                args[i] = args[i].detach()
+        return args
 
     def _inference_outputs(self, args, forward):
         outputs = forward(*args)

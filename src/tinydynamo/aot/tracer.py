@@ -303,6 +303,10 @@ class DispatchTracer(TorchDispatchMode):
         if func is aten._local_scalar_dense.default and self._computed_from_constants(args[0]):
             return self._run(func, args, kwargs)  # the same value on every call: baked into the graph
         _check_traceable(func, args)
+        if func is aten._conj.default and not isinstance(args[0], torch.Tensor):
+            # the backward of ``1j * x`` conjugates the Python number: a constant, not a view
+            return self.__torch_dispatch__(aten.scalar_tensor.default, types, (args[0].conjugate(),),
+                                           {"dtype": torch.complex128, "device": torch.device("cpu")})
         if func is WAIT:
             return self._trace_wait(args[0])
         if func is aten.as_strided_.default:

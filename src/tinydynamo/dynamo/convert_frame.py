@@ -230,7 +230,7 @@ class ConvertFrame:
 
     def convert(self, func, args, code, entries):
         nested = not self.is_root(code)
-        if nested and not any(has_tensor(arg, set()) for arg in args):
+        if nested and not any(has_tensor(arg, set()) for arg in args) and not reads_a_tensor_global(func):
             return None  # nothing to compile, as Dynamo's has_tensor_in_frame decides
         if nested and under_saved_tensors_hooks():
             return None
@@ -318,6 +318,13 @@ def has_tensor(value, seen, depth=0):
         return any(has_tensor(v, seen, depth + 1) for v in value.values())
     attributes = getattr(value, "__dict__", None)
     return isinstance(attributes, dict) and any(has_tensor(v, seen, depth + 1) for v in attributes.values())
+
+
+def reads_a_tensor_global(func):
+    """Whether the code names a global that holds a tensor or a module: ``update_ema(step)`` under
+    ``@torch.no_grad()`` works on a global model."""
+    return any(has_tensor(func.__globals__[name], set()) for name in func.__code__.co_names
+               if name in func.__globals__)
 
 
 def passing_entry(entries, func, args):

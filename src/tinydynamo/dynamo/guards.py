@@ -28,6 +28,7 @@ ones; and an exception (a missing attribute, an empty cell) counts as a failed g
 """
 import builtins
 import dataclasses
+import keyword
 import weakref
 
 import sympy
@@ -116,10 +117,13 @@ class GuardBuilder:
         return name
 
     def param_names(self):
-        """The guard's parameters: the frame's argument names, then its free variable names."""
+        """The guard's parameters: the frame's argument names, then its free variable names (renamed
+        where they are not identifiers: pytest's rewritten asserts keep values in ``@py_assert1``,
+        which a resume function takes as an argument)."""
         taken = set(self.closure) | set(dir(builtins)) | {"L"}
         names = self.arg_names + self.freevars
-        return [n if n not in taken and not n.startswith("___") else f"___arg{i}" for i, n in enumerate(names)]
+        return [n if n not in taken and not n.startswith("___") and n.isidentifier() and not keyword.iskeyword(n)
+                else f"___arg{i}" for i, n in enumerate(names)]
 
     def local(self, source):
         """The local variable of the guard function that holds the value at ``source``."""

@@ -55,16 +55,17 @@ from .variables import (
     GeneratorVariable,
     GetAttrVariable,
     GradModeVariable,
-    ProfilerRangeVariable,
     ListIteratorVariable,
     ListVariable,
     NestedUserFunctionVariable,
     NullVariable,
+    ProfilerRangeVariable,
     SetVariable,
     SliceVariable,
     SuperVariable,
     SymNodeVariable,
     SymSliceVariable,
+    TensorVariable,
     TupleVariable,
     TypeVariable,
     UnboundVariable,
@@ -594,8 +595,21 @@ class InstructionTranslatorBase:
     JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
 
     def POP_JUMP_IF_TRUE(self, inst):
-        if self.pop().truthy(self):
+        condition = self.pop()
+        if isinstance(condition, TensorVariable) and \
+                self.instructions[self.indexof[inst] + 1].opname == "LOAD_ASSERTION_ERROR":
+            self.assert_async(condition)
             self.jump(inst)
+        elif condition.truthy(self):
+            self.jump(inst)
+
+    def assert_async(self, condition):
+        """``assert (boxes[:, 2:] >= boxes[:, :2]).all()``: checked by the graph, as torch.compile
+        does, where a branch on the tensor would break it. A failed check raises RuntimeError when
+        the graph runs (eager raises AssertionError)."""
+        message = f"assertion failed at {self.code.co_filename}:{self.current_instruction.positions.lineno}"
+        node = self.output.create_proxy("call_function", torch._assert_async, (condition.proxy, message), {})
+        node.node.meta["example_value"] = None
 
     def POP_JUMP_IF_FALSE(self, inst):
         if not self.pop().truthy(self):

@@ -75,11 +75,13 @@ def overrides_construction(cls):
     return any("__init__" in vars(k) or "__new__" in vars(k) for k in cls.__mro__ if k.__module__ != "builtins")
 
 
-# The legacy tensor types, which build a CPU tensor of their dtype from a list of data.
+# The legacy tensor types, which build a CPU tensor of their dtype from a list of data (None: the
+# default dtype).
 LEGACY_TENSOR_TYPES = {torch.FloatTensor: torch.float32, torch.DoubleTensor: torch.float64,
                        torch.HalfTensor: torch.float16, torch.BFloat16Tensor: torch.bfloat16,
                        torch.ByteTensor: torch.uint8, torch.CharTensor: torch.int8, torch.ShortTensor: torch.int16,
-                       torch.IntTensor: torch.int32, torch.LongTensor: torch.int64, torch.BoolTensor: torch.bool}
+                       torch.IntTensor: torch.int32, torch.LongTensor: torch.int64, torch.BoolTensor: torch.bool,
+                       torch.Tensor: None}
 
 
 class TypeVariable(VariableTracker):
@@ -107,8 +109,10 @@ class TypeVariable(VariableTracker):
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):  # a namedtuple
             return TupleVariable(bind_with_defaults(tx, self.cls, args, kwargs), tuple_cls=self.cls)
         if self.cls in LEGACY_TENSOR_TYPES and len(args) == 1 and not kwargs and isinstance(args[0], BaseListVariable):
-            # torch.IntTensor([n]) (VITS): a CPU tensor of that data and dtype, as torch.tensor makes
-            options = dict(dtype=ConstantVariable(LEGACY_TENSOR_TYPES[self.cls]), device=ConstantVariable("cpu"))
+            # torch.IntTensor([n]) (VITS), torch.Tensor([1e10]) (NeRF): a CPU tensor of that data
+            # and dtype (torch.Tensor's is the default dtype, which every frame's guards check)
+            dtype = LEGACY_TENSOR_TYPES[self.cls] or torch.get_default_dtype()
+            options = dict(dtype=ConstantVariable(dtype), device=ConstantVariable("cpu"))
             return TorchFunctionVariable(torch.tensor).call_function(tx, args, options)
         if is_constant_class(self.cls):
             return constant_constructor(self.cls, args, kwargs)
@@ -482,8 +486,16 @@ class UserDefinedObjectVariable(VariableTracker):
         unsupported(f"iterating over a {cls.__name__}")
 
     def truthy(self, tx):
-        if hasattr(type(self.value), "__bool__") or hasattr(type(self.value), "__len__"):
-            unsupported(f"truth value of a {type(self.value).__name__} (user-defined __bool__/__len__)")
+        """``if obj:``: the class's ``__bool__``, else its ``__len__``, traced (a cache object that
+        counts its layers); true without either."""
+        cls = type(self.value)
+        for name in ("__bool__", "__len__"):
+            method = inspect.getattr_static(cls, name, None)
+            if method is None:
+                continue
+            if not isinstance(method, types.FunctionType):
+                unsupported(f"truth value of a {cls.__name__} (its {name} is not written in Python)")
+            return UserMethodVariable(method, self).call_function(tx, [], {}).truthy(tx)
         return True
 
     def __repr__(self):

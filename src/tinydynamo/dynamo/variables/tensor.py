@@ -13,6 +13,7 @@ A ``TensorVariable`` holds three things:
 ``trace_op`` is the one place a torch function, Tensor method or operator is recorded: run it on
 the example values, add the FX node, and wrap the result (Dynamo calls this ``wrap_fx_proxy``).
 """
+import inspect
 import operator
 from contextlib import nullcontext
 
@@ -301,6 +302,19 @@ def tensor_type_dtype(name):
 # --- recording an op ---------------------------------------------------------------------------
 
 
+PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def as_dtype(var):
+    """A Python number type passed to torch (``dtype=int``, ``x.to(float)``) as the dtype torch reads
+    it as: the graph holds dtypes, not classes."""
+    if not isinstance(var, (TensorVariable, SymNodeVariable)) and var.is_python_constant():
+        value = var.as_python_constant()
+        if isinstance(value, type) and value in PYTHON_TYPE_DTYPES:
+            return ConstantVariable(PYTHON_TYPE_DTYPES[value])
+    return var
+
+
 def trace_op(tx, kind, target, args, kwargs):
     """Record ``target(*args, **kwargs)`` ("call_function") or ``args[0].target(...)``
     ("call_method") in the graph and return a tracker for its result."""
@@ -309,6 +323,7 @@ def trace_op(tx, kind, target, args, kwargs):
         unsupported(f"{describe(kind, target)} of a NumPy scalar (its dtype would be NumPy's)")
     if target in INPLACE_TO_BINARY and not isinstance(args[0], TensorVariable):
         target = INPLACE_TO_BINARY[target]  # `n += x` on an int: nothing is mutated, n is rebound
+    args, kwargs = [as_dtype(a) for a in args], {k: as_dtype(v) for k, v in kwargs.items()}
     if kind == "call_function" and getattr(target, "__name__", None) in UNSUPPORTED_METHODS:
         unsupported(UNSUPPORTED_METHODS[target.__name__])  # torch.Tensor.requires_grad_(x)
     if reshapes_a_symbolic_input(tx, kind, target, args):
@@ -377,6 +392,26 @@ CONVOLUTIONS = {torch.conv1d, torch.conv2d, torch.conv3d, torch.conv_transpose1d
                 torch.conv_transpose3d, torch.convolution}
 
 
+CLASSIFICATION_LOSSES = {torch.nn.functional.cross_entropy, torch.nn.functional.nll_loss}
+
+
+def classification_loss_meta(loss, args, kwargs):
+    """The result of ``F.cross_entropy`` or ``F.nll_loss`` on meta tensors, from its arguments.
+    Torch's Python implementation of nll_loss indexes with ``torch.arange(batch)``, which it makes
+    on the CPU: a symbolic batch size would be specialised (one compile per batch size)."""
+    bound = inspect.signature(loss).bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments = bound.arguments
+    input, target, reduction = arguments["input"], arguments["target"], arguments["reduction"]
+    if arguments["size_average"] is not None or arguments["reduce"] is not None:
+        reduction = torch.nn.functional._Reduction.legacy_get_string(arguments["size_average"], arguments["reduce"])
+    if reduction != "none":
+        return input.new_empty(())
+    if target.is_floating_point():  # class probabilities, shaped like the input
+        return input.new_empty(input.shape[:1] + input.shape[2:] if input.ndim > 1 else ())
+    return input.new_empty(target.shape)
+
+
 def run_on_meta(kind, target, args, kwargs, symbolic=False):
     """Compute the result's metadata by running the op on meta tensors (``symbolic``: some
     have symbolic sizes); under autocast, wrapped as AutocastExamples."""
@@ -389,6 +424,8 @@ def run_on_meta(kind, target, args, kwargs, symbolic=False):
         target, margs = "to", [margs[0], *[a for a in margs[1:] if not is_device_like(a)]]
         mkwargs.pop("non_blocking", None)
         mkwargs.pop("device", None)
+    if symbolic and not autocast and target in CLASSIFICATION_LOSSES:
+        return classification_loss_meta(target, margs, mkwargs)
     try:
         # Symbolic sizes need torch's Python meta kernels (some C++ ones take only plain ints).
         with enable_python_dispatcher() if symbolic else nullcontext(), \
@@ -526,9 +563,16 @@ def map_trackers(value, leaf_fn):
     if isinstance(value, ConstDictVariable):
         return {k: map_trackers(v, leaf_fn) for k, v in value.items.items()}
     if value.is_python_constant():
-        constant = value.as_python_constant()
-        return constant.item() if isinstance(constant, (np.number, np.bool_)) else constant
+        return without_numpy(value.as_python_constant())
     unsupported(f"passing {value} to a torch function")
+
+
+def without_numpy(constant):
+    """A NumPy scalar as the Python number torch reads it as (also as a slice bound: CutMix's
+    ``x[:, np.clip(...):...]``); the graph holds Python values."""
+    if isinstance(constant, slice):
+        return slice(without_numpy(constant.start), without_numpy(constant.stop), without_numpy(constant.step))
+    return constant.item() if isinstance(constant, (np.number, np.bool_)) else constant
 
 
 def flatten_trackers(value):
