@@ -2,8 +2,10 @@
 Unsupported handling, explain, reset, logs and counters."""
 import collections
 import contextlib
+import copy
 import dataclasses
 import io
+import pickle
 import time
 
 import pytest
@@ -50,12 +52,29 @@ def test_backend_names_are_resolved_at_the_first_call():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"mode": "reduce-overhead"}, "reduce-overhead"),
+    ({"mode": "cudagraphs-please"}, "cudagraphs-please"),
     ({"options": {"trace.enabled": True}}, "options"),
 ])
 def test_unsupported_compile_arguments_raise(kwargs, message):
     with pytest.raises(NotImplementedError, match=message):
         dynamo.compile(f, backend="eager", **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune-no-cudagraphs"])
+def test_torch_compiles_cuda_graph_modes_compile_without_cuda_graphs(mode):
+    """torch.compile takes them on CPU too (CUDA graphs are for CUDA tensors only)."""
+    x, y = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(dynamo.compile(f, backend="eager", mode=mode)(x, y), f(x, y))
+
+
+def test_a_compiled_module_pickles_and_copies_as_the_module_compiled_again():
+    """torch.compile's OptimizedModule pickles; ours failed on its local call wrapper."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    x = torch.randn(2, 4)
+    for copied in (pickle.loads(pickle.dumps(dynamo.compile(model, backend="eager"))),
+                   copy.deepcopy(dynamo.compile(model, backend="eager"))):
+        assert isinstance(copied, type(dynamo.compile(model))) and copied._orig_mod is not model
+        torch.testing.assert_close(copied(x), model(x))
 
 
 def test_a_callable_backend_gets_the_graph_and_the_real_inputs():

@@ -20,6 +20,10 @@ from .convert_frame import ConvertFrame
 # compiling a function again reuses the cache entries of its first compile (the hook matches an
 # entry by its owner), as torch.compile does. A callback that nothing uses any more goes away.
 _callbacks = weakref.WeakValueDictionary()  # (backend, fullgraph, mode, dynamic) -> ConvertFrame
+# torch.compile's modes -> tinydynamo's. "reduce-overhead" is CUDA graphs in torch.compile, which
+# tinydynamo does not have (nor torch.compile on CPU): it compiles as the default mode does.
+MODES = {None: None, "default": None, "reduce-overhead": None, "max-autotune": "max-autotune",
+         "max-autotune-no-cudagraphs": "max-autotune"}
 
 
 def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mode=None, options=None):
@@ -29,8 +33,9 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
     if model is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                  mode=mode, options=options)
-    if mode not in (None, "default", "max-autotune"):
-        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r} (it has 'default' and 'max-autotune')")
+    if mode not in MODES:
+        raise NotImplementedError(f"tinydynamo has no compile mode {mode!r} (it has {sorted(MODES, key=str)})")
+    mode = MODES[mode]
     if options:
         raise NotImplementedError(f"tinydynamo takes no compile options (got {sorted(options)})")
     if not callable(model):
@@ -42,7 +47,8 @@ def compile(model=None, *, backend="inductor", fullgraph=False, dynamic=None, mo
         compiler = with_max_autotune(backend) if mode == "max-autotune" else backend
         callback = _callbacks[key] = ConvertFrame(compiler, fullgraph, dynamic=dynamic)
     if isinstance(model, torch.nn.Module):
-        return OptimizedModule(model, with_callback(model, callback))
+        recompile = functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode)
+        return OptimizedModule(model, with_callback(model, callback), recompile)
     return functools.wraps(model)(with_callback(model, callback))
 
 
@@ -90,13 +96,21 @@ class OptimizedModule(torch.nn.Module):
     and attribute reads, writes and deletions go to ``mod``; calling it runs ``mod`` with the
     frame hook on, so ``mod.forward`` gets compiled."""
 
-    def __init__(self, mod, compiled_call):
+    def __init__(self, mod, compiled_call, recompile=None):
         super().__init__()
         # Shared, not copied: an optimizer step or load_state_dict on either one changes both.
         for table in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
             self.__dict__[table] = mod.__dict__[table]
         self.__dict__["_orig_mod"] = mod
         self.__dict__["_compiled_call"] = compiled_call
+        self.__dict__["_recompile"] = recompile  # compile(mod) with the same settings, if known
+
+    def __reduce__(self):
+        """Pickled (and deep-copied) as the module and the settings it was compiled with: it is
+        compiled again when loaded."""
+        if self.__dict__["_recompile"] is None:
+            raise TypeError("this compiled module was made with its own frame callback: it cannot be pickled")
+        return self.__dict__["_recompile"], (self._orig_mod,)
 
     @property
     def training(self):

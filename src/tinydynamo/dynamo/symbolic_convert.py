@@ -598,17 +598,19 @@ class InstructionTranslatorBase:
         condition = self.pop()
         if isinstance(condition, TensorVariable) and \
                 self.instructions[self.indexof[inst] + 1].opname == "LOAD_ASSERTION_ERROR":
-            self.assert_async(condition)
+            self.assert_async(condition, self.instructions[self.indexof[inst] + 2])
             self.jump(inst)
         elif condition.truthy(self):
             self.jump(inst)
 
-    def assert_async(self, condition):
-        """``assert (boxes[:, 2:] >= boxes[:, :2]).all()``: checked by the graph, as torch.compile
-        does, where a branch on the tensor would break it. A failed check raises RuntimeError when
-        the graph runs (eager raises AssertionError)."""
-        message = f"assertion failed at {self.code.co_filename}:{self.current_instruction.positions.lineno}"
-        node = self.output.create_proxy("call_function", torch._assert_async, (condition.proxy, message), {})
+    def assert_async(self, condition, after):
+        """``assert (boxes[:, 2:] >= boxes[:, :2]).all(), "degenerate"``: checked by the graph, as
+        torch.compile does, where a branch on the tensor would break it. A failed check raises
+        RuntimeError with the assert's message and line when the graph runs (eager raises
+        AssertionError; a documented difference, torch.compile's too)."""
+        message = after.argval if after.opname == "LOAD_CONST" and isinstance(after.argval, str) else "assertion failed"
+        where = f"{self.code.co_filename}:{self.current_instruction.positions.lineno}"
+        node = self.output.create_proxy("call_function", torch._assert_async, (condition.proxy, f"{message} ({where})"), {})
         node.node.meta["example_value"] = None
 
     def POP_JUMP_IF_FALSE(self, inst):
