@@ -49,7 +49,7 @@ test-opinfo: install
 	TINYDYNAMO_OPINFO_REPORT=build/opinfo $(PY) -m pytest -m opinfo_full tests/opinfo
 
 # Every assignment's catalogue of learner mistakes (tests/course/mutants), each graded: every mutant
-# must lose points, with a message that names the case. 5 to 8 minutes on two cores.
+# must lose points, with a message that names the case. About 18 minutes on two cores.
 test-mutants: install
 	$(PY) -m pytest -m mutants tests/course/test_mutants.py
 
