@@ -49,7 +49,7 @@ from ..testing.programs import BF16_TOL, F32_TOL, F64_TOL, FLOATS, REDUCE, UNARY
 from . import codegen_checks
 from .a07 import as_graph_module, compare, error_text
 from .checking import (  # noqa: F401 (report: for notebooks)
-    ForbiddenCallError, call_learner, no_delegation, report, time_limit,
+    TORCH_INDUCTOR_DIR, ForbiddenCallError, call_learner, no_calls_into, no_delegation, report, time_limit,
 )
 from .execute import running_case
 from .feedback import learner_location
@@ -94,16 +94,6 @@ def _reference_pieces():
 
 
 REFERENCE_PIECES = _reference_pieces()
-
-
-def torch_inductor_ops():
-    """The functions of torch._inductor's own C++ ops (``CppOverrides`` and its bases): what the
-    learner's CppOps replaces, as the reference's CppOverrides does."""
-    from torch._inductor.codegen.cpp import CppOverrides  # noqa: PLC0415 - slow; for grading ops only
-
-    classes = [cls for cls in CppOverrides.__mro__ if cls.__module__.startswith("torch._inductor")]
-    functions = [inspect.unwrap(getattr(value, "__func__", value)) for cls in classes for value in vars(cls).values()]
-    return [fn for fn in functions if inspect.isfunction(fn) and fn.__code__.co_name.isidentifier()]  # no lambdas
 
 
 def _counted(swap, label, fn):
@@ -185,7 +175,7 @@ def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=Non
                                                     reduction_body):
                 stack.enter_context(_replaced(owner, name, value))
             if ops is not None:
-                stack.enter_context(no_delegation(*torch_inductor_ops()))
+                stack.enter_context(no_calls_into(TORCH_INDUCTOR_DIR))  # its CppOverrides
             yield swap
     finally:
         codecache._loaded.clear()

@@ -41,7 +41,7 @@ from ..inductor.codegen import triton as triton_codegen
 from . import codegen_checks
 from .a07 import compare, error_text
 from .checking import (  # noqa: F401 (report: for notebooks)
-    ForbiddenCallError, call_learner, no_delegation, report, time_limit,
+    TORCH_INDUCTOR_DIR, ForbiddenCallError, call_learner, no_calls_into, no_delegation, report, time_limit,
 )
 from .a08 import compile_and_run, inputs_of, learner_location, random_program
 
@@ -82,13 +82,6 @@ REFERENCE_PIECES = tuple(getattr(triton_codegen, name) for name in PIECES + (
     "codegen_reduction", "_reduction_input", "_combine", "_reduce_tile"))
 
 
-def torch_inductor_identities():
-    """torch._inductor's own answers to reduction_identity: the learner's function must not call them."""
-    from torch._inductor.ir import Reduction  # noqa: PLC0415 - slow; for grading only
-
-    return Reduction.default_value, Reduction.default_accumulator
-
-
 def _guarded(name, fn):
     """The learner's piece, run with the reference's out of its reach (refused if it is one)."""
     if fn in REFERENCE_PIECES or inspect.unwrap(fn) in REFERENCE_PIECES:
@@ -122,7 +115,7 @@ def swapped_codegen(looped=False, **pieces):
             setattr(triton_codegen, name, value)
         triton_codegen.TritonScheduling.codegen = _recording(swap, original_codegen)
         with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=True), \
-                no_delegation(*(torch_inductor_identities() if replaced else ())):
+                (no_calls_into(TORCH_INDUCTOR_DIR) if replaced else contextlib.nullcontext()):  # its Reduction.default_value
             yield swap
     finally:
         for name, value in originals.items():

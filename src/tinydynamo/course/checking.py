@@ -47,6 +47,7 @@ Adding a mutant
 4. A mistake in a rule of one Python version's bytecode (3.13's ``CALL_KW``) shows only there:
    ``versions=((3, 13),)`` checks it on that version and skips it on the others.
 """
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -67,11 +68,14 @@ import time
 import types
 from pathlib import Path
 
+import torch
+
 import tinydynamo
 
-from .feedback import LEARNER_CALL_FILE, NOT_LEARNER_CODE, learner_location
+from .feedback import GENERATED_CODE, LEARNER_CALL_FILE, NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
+TORCH_INDUCTOR_DIR = os.path.join(os.path.dirname(torch.__file__), "_inductor", "")
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 RELEASES = SOLUTIONS.parent / "assignments"
 # The Pythons whose bytecode the assignments about bytecode know: a learner's own is the one graded.
@@ -94,6 +98,7 @@ _running = {}  # id(code) -> (the code, its name, how many blocks refuse to run 
 # that defines it (importlib.reload, spec_from_file_location) makes a new function of the same code
 _copies = {}
 _hidden_files = {}  # file of a module whose table is hidden (see hidden_table) -> [the table's name, how many blocks]
+_refused_dirs = collections.Counter()  # directories of packages whose code the learner must not run (no_calls_into)
 DISPATCH = "__tinydynamo_no_delegation__"  # the name of _dispatch in a refused function's globals
 
 
@@ -115,6 +120,15 @@ def _is_learners(frame):
             return True
         frame = frame.f_back
     return threading.current_thread() is not threading.main_thread()
+
+
+def _is_learners_own(frame):
+    """Whether ``frame`` is the learner's code itself, or a grader's call of it (torch's own calls
+    into its compiler while the learner's code runs are not the learner's, nor are those of the
+    methods that dataclasses generate, file ``<string>``)."""
+    filename = frame.f_code.co_filename
+    return filename == LEARNER_CALL_FILE or (
+        not filename.startswith((REFERENCE_DIR, "<string>", *NOT_LEARNER_CODE, *GENERATED_CODE)))
 
 
 def _refuse(name, message=None):
@@ -165,6 +179,10 @@ def _refuse_builtins(frame, event, arg):
         if _is_learners(frame.f_back):
             _refuse(_hidden_files[frame.f_code.co_filename][0], "your code loaded a second copy of the module that "
                     f"holds {_hidden_files[frame.f_code.co_filename][0]}, the reference's own answer. Write it yourself.")
+    elif event == "call" and _refused_dirs and frame.f_code.co_filename.startswith(tuple(_refused_dirs)):
+        if frame.f_code.co_name != "<module>" and _is_learners_own(frame.f_back):
+            _refuse(frame.f_code.co_qualname, f"your code called {frame.f_code.co_qualname} ({frame.f_code.co_filename}), "
+                    "the answer of the compiler this assignment rebuilds. Write it yourself.")
     elif event == "call" and _running:
         entry = _running.get(id(frame.f_code)) or next(
             (e for e in _running.values() if e[0].co_code == frame.f_code.co_code
@@ -244,11 +262,30 @@ def no_delegation(*functions):
 
 
 @contextlib.contextmanager
+def no_calls_into(directory):
+    """Refuse every call that the learner's code makes itself into the Python functions of the
+    files under ``directory`` during the block (``torch/_inductor/``: PyTorch's own compiler,
+    which an assignment rebuilds). Nothing is imported from it: its files are recognised by path."""
+    refused_before = len(_calls_refused)
+    _refused_dirs[directory] += 1
+    try:
+        with _profiled():
+            yield
+    finally:
+        _refused_dirs[directory] -= 1
+        if not _refused_dirs[directory]:
+            del _refused_dirs[directory]
+    refused = _calls_refused[refused_before:]
+    if refused:
+        raise ForbiddenCallError(refused[0])
+
+
+@contextlib.contextmanager
 def _profiled():
     """The profile hook on this thread and on the threads started during the block, while
     builtins are refused or code must not run."""
     previous, previous_threads = sys.getprofile(), threading.getprofile()
-    if _refused_builtins or _running or _copies or _hidden_files:
+    if _refused_builtins or _running or _copies or _hidden_files or _refused_dirs:
         sys.setprofile(_refuse_builtins)
         threading.setprofile(_refuse_builtins)
     try:
