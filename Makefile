@@ -67,14 +67,17 @@ test-hook: install
 # dynamo and hook tests, a training step of every zoo model through each backend down to inductor's
 # C++ kernels, and the assignments about bytecode and the hook graded in-process (solution full
 # marks, release none), which add under a minute to the dynamo and hook tests. $(1) is the
-# interpreter, $(2) the venv. torch for 3.12 and 3.13 is a large CUDA build from PyPI (several GB
-# with its CUDA libraries): about 2 minutes per version from scratch.
+# interpreter, $(2) the venv. torch for 3.12 and 3.13 is a large CUDA build from PyPI (4.7 GB in the
+# venv with its CUDA libraries): about 2 minutes per version from scratch. pip keeps no copy of the
+# downloads, and with DROP_VENVS=1 (as .ci/run sets) each venv is removed once its tests pass, so
+# that a run never holds both builds on a disk that may have only a few GB free.
 define test-python
 	test -x $(2)/bin/python || $(firstword $(1)) -m venv $(2)
-	$(2)/bin/python -m pip install -q -e . pytest pytest-timeout hypothesis  # torch brings its own triton
+	$(2)/bin/python -m pip install -q --no-cache-dir -e . pytest pytest-timeout hypothesis  # torch brings its own triton
 	$(2)/bin/python setup.py -q build_ext --inplace
 	$(2)/bin/python -m pytest tests/dynamo tests/hook tests/test_end_to_end.py::test_training_step_matches_eager \
 		tests/course/test_bytecode_assignments.py -p no:cacheprovider
+	$(if $(DROP_VENVS),rm -rf $(2))
 endef
 
 PY312 ?= $(or $(call find-python,3.12),python3.12)

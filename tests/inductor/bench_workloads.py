@@ -9,7 +9,9 @@ medians, the speedup over eager, and the bandwidth reached as a fraction of a ST
 the first-call compile time of each compiler (tinydynamo's with an empty kernel cache).
 """
 import argparse
+import atexit
 import math
+import shutil
 import statistics
 import tempfile
 import time
@@ -70,6 +72,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=30)
     options = parser.parse_args()
     config.cache_dir = tempfile.mkdtemp(prefix="tinydynamo-bench-")  # cold kernel cache
+    atexit.register(shutil.rmtree, config.cache_dir, ignore_errors=True)
     print(f"threads: {torch.get_num_threads()}")
     speedups = {"tinydynamo": [], "torch.compile": []}
     for name, (fn, inputs, tensors_moved) in workloads().items():

@@ -1,13 +1,17 @@
 """``python -m tinydynamo.bench``: eager vs torch.compile vs tinydynamo, interleaved (chapter 13)."""
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
 import os
 import sys
 import tempfile
+from unittest import mock
 
 import torch
+
+from tinydynamo import config
 
 from . import ddp, dynamic, fork, harness, models, report, tuning
 from .workloads import WORKLOADS
@@ -38,13 +42,14 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+@contextlib.contextmanager
 def cold_caches():
-    """Fresh cache directories, so first-call times are true compile times for both compilers."""
-    import tinydynamo.config
-
-    root = tempfile.mkdtemp(prefix="tinydynamo-bench-")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "torchinductor")
-    tinydynamo.config.cache_dir = os.path.join(root, "tinydynamo")
+    """Fresh cache directories while the benchmark runs, so first-call times are true compile times
+    for both compilers; removed afterwards, and the caches the process had are restored."""
+    with tempfile.TemporaryDirectory(prefix="tinydynamo-bench-", ignore_cleanup_errors=True) as root, \
+            mock.patch.dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(root, "torchinductor")), \
+            config.patch(cache_dir=os.path.join(root, "tinydynamo")):
+        yield
 
 
 def main(argv=None, fork_builders=fork.BUILDERS):
@@ -58,8 +63,11 @@ def main(argv=None, fork_builders=fork.BUILDERS):
     unknown = sorted(set(names) - set(known))
     if unknown:
         sys.exit(f"unknown workload(s) {unknown}; known: {', '.join(known)}")
-    if not args.warm_caches:
-        cold_caches()
+    with contextlib.nullcontext() if args.warm_caches else cold_caches():
+        return run(names, args, fork_builders)
+
+
+def run(names, args, fork_builders):
     if args.ddp:
         return run_ddp(args)
     if args.tuning:

@@ -165,11 +165,11 @@ def swapped_codegen(ops=None, loop=None, pointwise_body=None, reduction_init=Non
     Yields a :class:`Swap`. Kernels compile into a new, empty cache directory.
     """
     swap = Swap()
-    cache_dir = codegen_checks.fresh_cache_dir(prefix="tinydynamo-a08-")
     loaded = dict(codecache._loaded)
     codecache._loaded.clear()  # libraries this process loaded before: not the learner's
     try:
-        with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=False), \
+        with codegen_checks.fresh_cache_dir(prefix="tinydynamo-a08-") as cache_dir, \
+                config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=False), \
                 contextlib.ExitStack() as stack:
             for owner, name, value in _replacements(swap, ops, loop, pointwise_body, reduction_init,
                                                     reduction_body):

@@ -104,7 +104,6 @@ def swapped_codegen(looped=False, **pieces):
     if unknown:
         raise TypeError(f"swapped_codegen: unknown piece(s) {unknown}; the pieces are {PIECES}")
     swap = Swap()
-    cache_dir = codegen_checks.fresh_cache_dir(prefix="tinydynamo-a09-")
     replaced = {name: _guarded(name, fn) for name, fn in pieces.items() if fn is not None}
     if looped:
         replaced["PERSISTENT_REDUCTION_MAX"] = LOOPED_ROW_LIMIT
@@ -114,7 +113,8 @@ def swapped_codegen(looped=False, **pieces):
         for name, value in replaced.items():
             setattr(triton_codegen, name, value)
         triton_codegen.TritonScheduling.codegen = _recording(swap, original_codegen)
-        with config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=True), \
+        with codegen_checks.fresh_cache_dir(prefix="tinydynamo-a09-") as cache_dir, \
+                config.patch(cache_dir=cache_dir, suppress_errors=False, triton_on_cpu=True), \
                 (no_calls_into(TORCH_INDUCTOR_DIR) if replaced else contextlib.nullcontext()):  # its Reduction.default_value
             yield swap
     finally:

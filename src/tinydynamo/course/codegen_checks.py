@@ -5,8 +5,6 @@ what the whole ``inductor`` backend computes with eager PyTorch. What they share
 ``fresh_cache_dir`` gives a swap an empty kernel cache, so that the kernels that run are the
 learner's, and ``check_training`` trains a zoo model through the swapped code generator.
 """
-import atexit
-import shutil
 import tempfile
 
 from .a07 import training_problems
@@ -16,10 +14,9 @@ TRAINING_TOL = dict(atol=2e-5, rtol=1e-4)
 
 
 def fresh_cache_dir(prefix):
-    """A new, empty directory for compiled kernels, removed when Python exits (errors name its files)."""
-    cache_dir = tempfile.mkdtemp(prefix=prefix)
-    atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
-    return cache_dir
+    """A context manager: a new, empty directory for compiled kernels, removed when the swap ends
+    (errors name its files; a kernel already loaded keeps running after its file is gone)."""
+    return tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True)
 
 
 def check_training(name, swapped, describe_error, steps=2, lr=0.05):
