@@ -144,6 +144,29 @@ def test_complex_rotary_embedding_compiles_and_trains_like_eager(backend, recwar
     assert tinydynamo.stats()["fallbacks"] == 0
 
 
+def fft_long_convolution(u, k):
+    """Hyena's and S4's long convolution: an FFT product, cut back to the input's length."""
+    n = u.shape[-1]
+    y = torch.fft.irfft(torch.fft.rfft(u, n=2 * n) * torch.fft.rfft(k, n=2 * n), n=2 * n)[..., :n]
+    return y + u
+
+
+def test_a_view_of_a_complex_tensor_with_symbolic_sizes_compiles_its_backward():
+    """After the dynamic recompile, the backward's slice of a complex tensor (an extern copy of the
+    view) ran aten's meta kernel on the prim graph's symbolic sizes: torch's internal assert
+    "dispatch_on_subclass called with NO overloaded args". Its traced value describes it now."""
+    tinydynamo.reset()
+    compiled = tinydynamo.compile(fft_long_convolution, backend="inductor")
+    for n in (8, 12, 16):
+        u, k = torch.randn(2, 4, n, requires_grad=True), torch.randn(4, n, requires_grad=True)
+        fft_long_convolution(u, k).square().sum().backward()
+        expected = [u.grad, k.grad]
+        u.grad = k.grad = None
+        compiled(u, k).square().sum().backward()
+        torch.testing.assert_close([u.grad, k.grad], expected, atol=1e-4, rtol=1e-4)
+    assert tinydynamo.stats()["fallbacks"] == 0
+
+
 def test_a_channels_last_network_keeps_every_buffer_channels_last():
     """Convolutions gave contiguous results and a ReLU between two channels-last convolutions was
     stored contiguously: a layout copy after each convolution, and a channels-last network ran

@@ -131,13 +131,17 @@ class DecompositionInterpreter(torch.fx.Interpreter):
         return self.implicit_fallback(target, args, kwargs, "works on complex tensors")
 
     def implicit_fallback(self, target, args, kwargs, why):
-        """``target`` as an extern kernel; a view op as its copy variant, whose output (new memory,
-        contiguous) its meta kernel describes."""
+        """``target`` as an extern kernel; a view op as its copy variant, whose output is new,
+        contiguous memory of the view's shape. (Aten's meta kernels cannot run on the prim graph's
+        symbolic sizes, so the traced value describes the output wherever there is one.)"""
         counters["implicit_fallbacks"] += 1
         view = is_view_op(target)
         extern = copy_variant(target) if view else target
         trace_artifact("prims", lambda: f"implicit fallback: {target} {why}; it runs as the extern (aten) kernel {extern}")
-        return self.tracer.record_extern(extern, args, kwargs, None if view else self.traced_val())
+        traced = self.traced_val()
+        if view and traced is not None:
+            traced = _map_tensors(lambda v: torch.empty(v.shape, dtype=v.dtype, device="meta"), traced)
+        return self.tracer.record_extern(extern, args, kwargs, traced)
 
     def traced_val(self):
         """The node's traced value, with the sizes of this decomposition's inputs; None (the op's
