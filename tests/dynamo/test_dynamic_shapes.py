@@ -410,6 +410,29 @@ def test_a_slice_whose_sizes_and_strides_change_compiles_twice(backend):
     assert tinydynamo.stats()["frames_compiled"] == 2
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_column_of_a_growing_buffer_compiles_twice(backend):
+    """Autoregressive decoding, ``step(tokens[:, -1])`` while ``tokens`` grows: the column's size
+    stays 3 and its stride grows by one each step. Only sizes were automatic-dynamic, so every step
+    compiled again, up to the cache limit; torch.compile compiles twice, with a symbolic stride."""
+    embedding = torch.nn.Embedding(10, 4)
+
+    def step(token, h):
+        return embedding(token).sum(-1) * h
+
+    compiled = tinydynamo.compile(step, backend=backend)
+    tokens = torch.zeros(3, 1, dtype=torch.long)
+    for _ in range(10):
+        args = tokens[:, -1], torch.randn(3, requires_grad=True)
+        expected, actual = step(*args), compiled(*args)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(torch.autograd.grad(actual.sum(), args[1]),
+                                   torch.autograd.grad(expected.sum(), args[1]))
+        tokens = torch.cat([tokens, torch.randint(0, 10, (3, 1))], 1)
+    assert tinydynamo.stats()["frames_compiled"] == 2
+    assert tinydynamo.stats()["cache_hits"] == 8
+
+
 def test_size_expressions_print_as_python_that_computes_them():
     s = sympy.Symbol("s0", integer=True, positive=True)
     for expr in [sympy.floor(1.7 * s), sympy.ceiling(s / 3), sympy.Abs(s - 5), FloorDiv(s + 1, 2) * 3,

@@ -13,6 +13,10 @@ torch.compile's policy, which tinydynamo follows:
 - ``mark_dynamic(t, dim)`` makes a dimension of ``t`` a symbol whatever the policy, and
   ``mark_static(t, dim)`` makes it specialised.
 
+Strides follow the same policy, per input tensor: a tensor that is not dense (a column
+``tokens[:, -1]`` of a growing buffer) whose strides differ from those an earlier compile saw
+gets a symbol for each stride from then on, as torch.compile's automatic dynamic gives it.
+
 In every case sizes 0 and 1 are specialised (broadcasting treats them differently from all
 others), and so are parameters and the tensors of ``nn.Module`` attributes (buffers), whose
 sizes do not change from call to call.
@@ -69,6 +73,7 @@ class FrameState:
 
 
 _frame_states = weakref.WeakKeyDictionary()  # code object -> FrameState
+_frame_strides = weakref.WeakKeyDictionary()  # code object -> {source name: strides, or None once changed}
 
 
 def frame_state(code):
@@ -76,8 +81,9 @@ def frame_state(code):
 
 
 def reset():
-    """Forget the sizes earlier compiles saw (``tinydynamo.reset()``)."""
+    """Forget the sizes and strides earlier compiles saw (``tinydynamo.reset()``)."""
     _frame_states.clear()
+    _frame_strides.clear()
 
 
 def is_dynamic_int(policy, code, source, value):
@@ -110,3 +116,18 @@ def dynamic_dims(policy, code, source, tensor, is_module_state):
     candidates |= getattr(tensor, DYNAMIC_DIMS, set())
     candidates -= getattr(tensor, STATIC_DIMS, set())
     return {d for d in candidates if tensor.shape[d] >= 2}
+
+
+def dynamic_strides(policy, code, source, tensor, is_module_state):
+    """Whether the strides of ``tensor`` (read at ``source`` by ``code``) are traced as symbols:
+    under automatic dynamic, once they have differed from those an earlier compile saw."""
+    seen = _frame_strides.setdefault(code, {})
+    name, strides = source.name(), tensor.stride()
+    if name in seen and seen[name] not in (None, strides):
+        trace_artifact("dynamic", lambda: f"{name} changed strides (now {strides}) in "
+                       f"{code.co_qualname}: they are dynamic from now on")
+        seen[name] = None
+    seen.setdefault(name, strides)
+    if policy is not None or is_module_state or isinstance(tensor, torch.nn.Parameter):
+        return False
+    return seen[name] is None

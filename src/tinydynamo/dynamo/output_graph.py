@@ -32,7 +32,7 @@ from ..backends import compiler_for_symbolic_graph
 from ..symbolic_shapes import ShapeEnv
 from ..utils import counters
 from . import eval_frame, fork_join
-from .automatic_dynamic import DYNAMIC_DIMS, dynamic_dims, is_dynamic_int
+from .automatic_dynamic import DYNAMIC_DIMS, dynamic_dims, dynamic_strides, is_dynamic_int
 from .codegen import PyCodegen
 from .exc import BackendCompilerFailed, unsupported
 from .guards import AUTOCAST_DEVICES, Guard, autocast_state
@@ -229,11 +229,13 @@ class OutputGraph:
 
     def example_input(self, source, value):
         """The meta tensor that stands for the input ``value`` while tracing, and what its
-        TENSOR_MATCH guard checks. Dimensions the policy makes dynamic get size symbols."""
+        TENSOR_MATCH guard checks. Dimensions the policy makes dynamic get size symbols, and the
+        strides of a tensor that is not dense symbols of their own."""
         is_module_state = isinstance(source, AttrSource) and \
             isinstance(self.variable_cache.get(source.base), NNModuleVariable)
         dims = dynamic_dims(self.dynamic, self.code, source, value, is_module_state)
-        layout = symbolic_layout(self.shape_env, source, value, dims) if dims else None
+        strides_changed = dynamic_strides(self.dynamic, self.code, source, value, is_module_state)
+        layout = symbolic_layout(self.shape_env, source, value, dims) if dims or strides_changed else None
         if layout is None:
             example = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
             return autograd_like(example, value), tensor_properties(value)
