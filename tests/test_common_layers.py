@@ -310,3 +310,36 @@ def test_gradients_of_special_functions_match_eager(name):
     out = tinydynamo.compile(fn)(x)
     torch.testing.assert_close(out, fn(x))
     torch.testing.assert_close(torch.autograd.grad(out.sum(), x), torch.autograd.grad(fn(x).sum(), x))
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
+def test_an_rnn_over_changing_lengths_runs_eagerly_inside_a_dynamic_graph(cls):
+    """aten unrolls an RNN over the sequence, so the dynamic recompile pinned the length: one
+    compile per length up to the cache limit, then the whole model ran eagerly. Over symbolic
+    sizes the RNN runs eagerly now (torch.compile runs every RNN eagerly), the rest compiled."""
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding, self.rnn, self.out = nn.Embedding(20, 8), cls(8, 16, batch_first=True), nn.Linear(16, 5)
+
+        def forward(self, tokens):
+            hidden, _ = self.rnn(self.embedding(tokens))
+            return self.out(hidden).log_softmax(-1)
+
+    tinydynamo.reset()
+    torch.manual_seed(0)
+    model = Tagger()
+    compiled = tinydynamo.compile(model)
+    for length in range(5, 15):
+        tokens = torch.randint(0, 20, (2, length))
+        expected = model(tokens)
+        expected.sum().backward()
+        grads = [p.grad for p in model.parameters()]
+        model.zero_grad()
+        actual = compiled(tokens)
+        actual.sum().backward()
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close([p.grad for p in model.parameters()], grads)
+        model.zero_grad()
+    stats = tinydynamo.stats()
+    assert stats["fallbacks"] == 0 and stats["frames_compiled"] <= 6, stats

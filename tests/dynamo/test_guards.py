@@ -725,3 +725,34 @@ def test_a_query_of_global_state_is_guarded(name):
     finally:
         set_state(False)
         torch.set_num_threads(threads)
+
+
+class Referent:
+    pass
+
+
+def test_calling_a_weakref_reads_what_it_refers_to_and_is_guarded():
+    """``ref()`` broke the graph ("calling a ReferenceType"): every nn.RNN, GRU and LSTM calls its
+    weight's weakref at each call (``_weights_have_changed``). It is traced through now, guarded
+    on what it returns: a tensor as an input, an object by identity, None once the object died."""
+    import weakref
+
+    linear, holder = nn.Linear(3, 3), Referent()
+    weight_ref, holder_ref = weakref.ref(linear.weight), weakref.ref(holder)
+
+    def f(x):
+        y = linear(x * 2)
+        if weight_ref() is not linear.weight:
+            y = y + 1
+        return y - (1 if holder_ref() is None else 2)
+
+    x = torch.randn(2, 3)
+    explained = tinydynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    tinydynamo.reset()
+    compiled = tinydynamo.compile(f)
+    torch.testing.assert_close(compiled(x), f(x))
+    del holder
+    gc.collect()
+    torch.testing.assert_close(compiled(x), f(x))  # the guard on holder_ref() fails: compiled again
+    assert tinydynamo.stats()["frames_compiled"] == 2

@@ -179,6 +179,28 @@ class NumpyTensorSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class WeakRefCallSource(Source):
+    """``base()`` for a weakref at ``base``: the object it refers to, or None once that died
+    (``nn.RNN`` keeps weakrefs to its weights and compares them with the weights at each call)."""
+
+    base: Source
+
+    def name(self):
+        return self.child_expression(self.base.name())
+
+    def child_expression(self, base):
+        return f"{base}()"
+
+    def reconstruct(self, codegen):
+        codegen.add_push_null(lambda: self.base.reconstruct(codegen))
+        codegen.call(0)
+
+    @property
+    def depth(self):
+        return self.base.depth + 1
+
+
+@dataclasses.dataclass(frozen=True)
 class SizeSource(Source):
     """``base.size()[dim]``: a tensor's size, which a size symbol stands for (chapter 12,
     "Dynamic shapes"). Guards read symbols' values from these sources."""

@@ -18,12 +18,13 @@ import logging
 import os
 import sys
 import types
+import weakref
 
 import torch
 
 from ..exc import TracedException, raise_at_trace_time, unsupported
 from ..guards import Guard
-from ..source import AttrSource, DictGetItemSource
+from ..source import AttrSource, DictGetItemSource, WeakRefCallSource
 from .base import GetAttrVariable, VariableTracker
 from .constant import CONTAINER_TRACKERS, ConstantVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable, dict_from, is_plain_dict_subclass
@@ -463,6 +464,8 @@ class UserDefinedObjectVariable(VariableTracker):
         return static_attribute(tx, self, self.value, name, source)
 
     def call_function(self, tx, args, kwargs):
+        if isinstance(self.value, weakref.ref) and self.source is not None and not args and not kwargs:
+            return tx.build(self.value(), WeakRefCallSource(self.source))  # guarded as read through it
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if not isinstance(call, types.FunctionType):
             unsupported(f"calling a {type(self.value).__name__}")

@@ -28,6 +28,7 @@ import torch.fx
 import torch.utils.checkpoint
 
 from ..exc import raise_at_trace_time, unsupported
+from ...symbolic_shapes import is_symbolic
 from ..guards import Guard
 from ..trace_rules import inline_refusal
 from .base import GetAttrVariable, VariableTracker
@@ -58,6 +59,9 @@ STATE_QUERIES = (torch.distributed.is_initialized, torch.distributed.get_world_s
 # Checks of a condition (torchvision's and timm's torch._assert(x.dim() == 4, ...)): nothing to do
 # when the condition is a true constant.
 CONDITION_CHECKS = (torch._assert, torch._check)
+# The recurrent networks' aten ops: their kernels unroll the network over the sequence, so that a
+# trace over a symbolic length would pin the length (one compile per length, up to the cache limit).
+RECURRENT_OPS = (torch._VF.lstm, torch._VF.gru, torch._VF.rnn_tanh, torch._VF.rnn_relu)
 TRACING_ANSWERS = {
     torch.compiler.is_compiling: True,
     torch.compiler.is_dynamo_compiling: True,
@@ -262,6 +266,10 @@ class TorchFunctionVariable(VariableTracker):
                           **{k: v.as_python_constant() for k, v in kwargs.items()})
             if is_constant_value(result):
                 return wrap_constant(result)
+        if self.fn in RECURRENT_OPS and isinstance(args[0], TensorVariable) and \
+                any(is_symbolic(n) for n in args[0].example_value.shape):
+            unsupported(f"torch._VF.{name} (nn.{name.split('_')[0].upper()}) over symbolic sizes: its kernel "
+                        "unrolls it over the sequence, so it runs eagerly, as torch.compile runs every RNN")
         result = trace_op(tx, "call_function", self.fn, args, kwargs)
         if not args and not kwargs and isinstance(result, ConstantVariable):
             # torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()...: global
