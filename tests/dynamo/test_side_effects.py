@@ -1002,3 +1002,39 @@ def test_a_function_of_no_tensor_arguments_that_reads_a_global_model_is_compiled
         assert tinydynamo.compile(update_ema, backend="eager")(step) == min(0.99, (1 + step) / (10 + step))
     torch.testing.assert_close(EMA_WEIGHTS, expected)
     assert tinydynamo.stats()["frames_compiled"] >= 1
+
+
+def test_assigning_a_parameters_data_in_a_loop_is_traced():
+    """MoCo's and BYOL's momentum update, ``pk.data = pk.data * m + pq.data * (1 - m)`` over the
+    parameters, broke the graph inside the loop, so the whole frame ran eagerly. It is a copy into
+    ``pk.data`` now: no autograd history, the values of eager's, one graph."""
+    torch.manual_seed(0)
+    online, target = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    eager_target = copy.deepcopy(target)
+
+    def momentum_update(online, target, x, m=0.9):
+        for pq, pk in zip(online.parameters(), target.parameters()):
+            pk.data = pk.data * m + pq.data * (1. - m)
+        return target(x)
+
+    x = torch.randn(2, 4, requires_grad=True)
+    explained = tinydynamo.explain(momentum_update)(online, copy.deepcopy(target), x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    compiled = tinydynamo.compile(momentum_update)
+    for _ in range(3):
+        expected, actual = momentum_update(online, eager_target, x), compiled(online, target, x)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(list(target.parameters()), list(eager_target.parameters()))
+        torch.autograd.grad(actual.sum(), [x, target.weight])  # the parameter is still a leaf
+    assert all(p.requires_grad and p.grad_fn is None for p in target.parameters())
+
+
+def test_assigning_data_of_another_dtype_breaks_the_graph():
+    def f(x, p):
+        p.data = p.data.double()
+        return x + 1
+
+    p, x = torch.nn.Parameter(torch.randn(3)), torch.randn(3)
+    explained = tinydynamo.explain(f)(x, p)
+    assert explained.graph_break_count == 1 and "changes the tensor's metadata" in explained.break_reasons[0].reason
+    assert p.dtype == torch.float64

@@ -129,9 +129,25 @@ class TensorVariable(VariableTracker):
     def store_attr(self, tx, name, value):
         """``p.grad = None`` (gradients zeroed by hand) or ``p.grad = g`` on an input: replayed
         after the graph; later reads in the frame see the new value."""
+        if name == "data":
+            return self.assign_data(tx, value)
         if name != "grad" or self.source is None:
             unsupported(f"assigning attribute {name!r} of {self} (a side effect)")
         tx.output.side_effects.store_attr(self, name, value)
+
+    def assign_data(self, tx, value):
+        """``p.data = new`` (MoCo's and BYOL's momentum update of a parameter): traced as
+        ``p.data.copy_(new)``, the same values in ``p`` with autograd not told. Eager makes ``p``
+        share ``new``'s memory instead, which no one can tell from a copy when ``new`` was made
+        in the frame, of the same shape, dtype and device."""
+        if not isinstance(value, TensorVariable) or value.source is not None:
+            unsupported(f"assigning {value} to the data of {self}: only a tensor computed in the frame "
+                        "is copied in")
+        mine, new = self.example_value, value.example_value
+        if (mine.shape, mine.dtype, self.device) != (new.shape, new.dtype, value.device):
+            unsupported(f"assigning a {new.dtype} tensor of shape {tuple(new.shape)} to the data of a "
+                        f"{mine.dtype} tensor of shape {tuple(mine.shape)} (it changes the tensor's metadata)")
+        self.var_getattr(tx, "data").call_method(tx, "copy_", [value], {})
 
     def call_method(self, tx, name, args, kwargs):
         if name == "numpy" and not args and not kwargs:  # torch.Tensor.numpy(x), which torch.py answers
