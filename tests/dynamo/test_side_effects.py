@@ -1038,3 +1038,35 @@ def test_assigning_data_of_another_dtype_breaks_the_graph():
     explained = tinydynamo.explain(f)(x, p)
     assert explained.graph_break_count == 1 and "changes the tensor's metadata" in explained.break_reasons[0].reason
     assert p.dtype == torch.float64
+
+
+def test_a_state_dict_taken_in_the_frame_is_traced():
+    """timm's ModelEma, ``zip(ema.state_dict().values(), model.state_dict().values())``, broke at
+    ``destination._metadata = OrderedDict()`` (an attribute of an OrderedDict made in the frame).
+    Now one graph: the EMA updates the same buffers as eager, and a returned state dict has
+    eager's keys, ``_metadata`` and memory."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    ema, eager_model = copy.deepcopy(model), copy.deepcopy(model)
+    eager_ema = copy.deepcopy(model)
+
+    def update(model, ema, x):
+        with torch.no_grad():
+            for e, v in zip(ema.state_dict().values(), model.state_dict().values()):
+                if e.dtype.is_floating_point:
+                    e.copy_(0.9 * e + 0.1 * v)
+        return ema(x)
+
+    explained = tinydynamo.explain(update)(model, copy.deepcopy(ema), torch.randn(4, 3))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    compiled = tinydynamo.compile(update)
+    for _ in range(3):
+        x = torch.randn(4, 3)
+        model(x), eager_model(x)  # new batch statistics
+        torch.testing.assert_close(compiled(model, ema, x), update(eager_model, eager_ema, x))
+        torch.testing.assert_close(ema.state_dict(), eager_ema.state_dict())
+
+    state, expected = tinydynamo.compile(lambda m: m.state_dict())(model), model.state_dict()
+    assert type(state) is type(expected) and list(state) == list(expected)
+    assert state._metadata == expected._metadata
+    assert [v.data_ptr() for v in state.values()] == [v.data_ptr() for v in expected.values()]

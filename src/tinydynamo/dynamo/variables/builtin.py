@@ -772,8 +772,8 @@ def has_attr(tx, obj, name):
     """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
-    if isinstance(obj, (NewObjectVariable, DataClassVariable)):  # made in the frame: its own attributes too
-        return name in obj.attrs or hasattr(obj.python_type(), name)
+    if isinstance(obj, (NewObjectVariable, DataClassVariable)) or (isinstance(obj, ConstDictVariable) and obj.source is None):
+        return name in obj.attrs or hasattr(obj.python_type(), name)  # made in the frame: its own attributes too
     try:
         present = hasattr(obj.python_object(), name)
     except Unsupported:

@@ -38,6 +38,7 @@ class ConstDictVariable(VariableTracker):
         self.items = dict(items)  # constant key -> tracker
         self.dict_cls = dict_cls  # dict, collections.OrderedDict or collections.defaultdict
         self.default_factory = default_factory  # a defaultdict's: a tracker, or None
+        self.attrs = {}  # attributes set in the frame on an OrderedDict made there: name -> tracker
 
     def python_type(self):
         return self.dict_cls
@@ -177,9 +178,30 @@ class ConstDictVariable(VariableTracker):
         self.mutable(tx)
         return self.items.setdefault(self.key(tx, key), default or ConstantVariable(None))
 
+    def var_getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        return super().var_getattr(tx, name)
+
+    def store_attr(self, tx, name, value):
+        """``destination._metadata = OrderedDict()`` (``nn.Module.state_dict``): an attribute of
+        an OrderedDict or defaultdict made in the frame (a plain dict has none), set again when the
+        dict is rebuilt."""
+        if self.source is not None or self.dict_cls is dict:
+            unsupported(f"assigning attribute {name!r} of {self} (a side effect)")
+        self.attrs[name] = value
+
     def reconstruct(self, codegen):
         if self.source is not None:
             return self.source.reconstruct(codegen)
+        self.reconstruct_items(codegen)
+        for name, value in self.attrs.items():  # the dict stays on the stack: dict.name = value
+            codegen.append("COPY", arg=1)
+            codegen(value)
+            codegen.append("SWAP", arg=2)
+            codegen.append("STORE_ATTR", argval=name)
+
+    def reconstruct_items(self, codegen):
         if self.dict_cls is not dict:  # OrderedDict({...}), defaultdict(factory, {...})
             codegen.load_const(self.dict_cls, push_null=True)
         if self.dict_cls is collections.defaultdict:
