@@ -590,3 +590,26 @@ def test_an_iterator_passed_across_a_break_is_rebuilt_from_its_items(capsys):
     torch.testing.assert_close(results[1], results[0])
     explanation = dynamo.explain(step)(x)
     assert explanation.graph_count == 2 and not explanation.break_reasons[0].frame_ran_eagerly
+
+
+def test_item_inside_a_comprehension_over_tensors_of_the_frame_breaks_at_the_comprehension():
+    """detectron2's ``{k: v.detach().item() for k, v in losses.items()}``: the break inside the
+    comprehension's code came back to its call, whose iterator holds tensors the graph computed;
+    they were not graph outputs, so the whole frame ran eagerly. Now the losses are one graph."""
+    w = torch.nn.Parameter(torch.randn(4))
+
+    def f(x):
+        losses = {"a": (x * w).sum() * 2.0, "b": (x - w).pow(2).mean() * 0.5}
+        total = sum(losses.values())
+        metrics = {k: v.detach().item() for k, v in losses.items()}
+        return total, metrics, [v.item() for v in losses.values()]
+
+    x = torch.randn(4)
+    explained = tinydynamo.explain(f)(x)
+    assert explained.graph_count >= 1 and tinydynamo.stats()["frames_compiled"] >= 1
+    assert [r.reason for r in explained.break_reasons][0].startswith("Tensor.item()")
+    tinydynamo.reset()
+    (total, metrics, items), (expected_total, expected_metrics, expected_items) = tinydynamo.compile(f)(x), f(x)
+    torch.testing.assert_close(total, expected_total)
+    torch.autograd.grad(total, w)
+    assert metrics == pytest.approx(expected_metrics) and items == pytest.approx(expected_items)

@@ -49,7 +49,7 @@ from .variables import (
     UserMethodVariable,
 )
 from .variables.dicts import DictViewVariable
-from .variables.lists import BaseListVariable
+from .variables.lists import BaseListVariable, ListIteratorVariable
 from .variables.tensor import INPLACE_OPERATORS
 from .variables.torch import enter_autocast
 
@@ -543,6 +543,9 @@ def tensors_to_output(values):
             visit(var.obj)
         elif isinstance(var, DictViewVariable):
             visit(var.dict_var)
+        elif isinstance(var, ListIteratorVariable):  # the items a comprehension, called at the break, will take
+            for item in var.items[var.index:]:
+                visit(item)
         elif isinstance(var, (DataClassVariable, NewObjectVariable)):
             for item in var.children():
                 visit(item)
