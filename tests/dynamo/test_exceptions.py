@@ -276,3 +276,31 @@ def test_an_assert_on_a_tensor_is_checked_by_the_graph(backend):
     with pytest.raises(RuntimeError, match=r"degenerate boxes \(.*dynamo_cases.py:\d+\)"):
         compiled(torch.tensor([[0., 0., -1., 2.], [1., 1., 3., 3.]]))
     assert tinydynamo.explain(boxes_area)(good).graph_break_count == 0
+
+
+def test_a_caught_exception_is_the_object_that_was_raised():
+    """``except E as e`` got a tracker of its own for the exception, and ``is`` answered False for
+    two trackers of one exception (PyTorch's dynamo tests: ``caught is raised`` and ``__context__``
+    chains): a silent wrong answer."""
+    def f(x):
+        raised = ValueError(1)
+        try:
+            raise raised
+        except ValueError as e:
+            caught = e
+        try:
+            try:
+                raise TypeError(2)
+            finally:
+                second = KeyError(3)
+                raise second
+        except Exception as e:
+            chained = e
+        return x + 1, caught is raised, chained is second, chained.__context__ is caught
+
+    x = torch.randn(3)
+    explained = tinydynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    actual, expected = tinydynamo.compile(f)(x), f(x)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1:] == expected[1:] == (True, True, False)

@@ -745,6 +745,8 @@ def is_same(tx, a, b):
         return True
     if isinstance(a, NullVariable) or isinstance(b, NullVariable):
         return False
+    if isinstance(a, ExceptionVariable) and isinstance(b, ExceptionVariable):  # caught: a tracker of its own
+        return a.exception is b.exception
     if all(isinstance(v, (BaseListVariable, ConstDictVariable)) and v.source is not None for v in (a, b)):
         # two lists or dicts from the caller, distinct objects now (else they would be one
         # tracker: see VariableBuilder.same_object): they must stay distinct
