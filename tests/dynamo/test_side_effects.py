@@ -1070,3 +1070,33 @@ def test_a_state_dict_taken_in_the_frame_is_traced():
     assert type(state) is type(expected) and list(state) == list(expected)
     assert state._metadata == expected._metadata
     assert [v.data_ptr() for v in state.values()] == [v.data_ptr() for v in expected.values()]
+
+
+def test_a_defaultdict_from_the_caller_is_traced_and_written_back():
+    """A defaultdict from outside the frame was an opaque object: its __setitem__ broke the graph
+    (PyTorch's dynamo tests: fn_default_dict_*). It is a dict now, whose missing keys call its
+    default_factory, written back after the graph."""
+    counts = collections.defaultdict(list)
+
+    def f(x):
+        counts["seen"].append(x.shape[0])
+        counts["last"] = x + 1
+        return x * len(counts["never"]), len(counts)
+
+    expected_counts = collections.defaultdict(list)
+
+    def eager(x):
+        expected_counts["seen"].append(x.shape[0])
+        expected_counts["last"] = x + 1
+        return x * len(expected_counts["never"]), len(expected_counts)
+
+    x = torch.randn(3)
+    explained = tinydynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    counts.clear()
+    compiled = tinydynamo.compile(f)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert type(counts) is collections.defaultdict and counts.default_factory is list
+    assert list(counts) == list(expected_counts) and counts["seen"] == [3, 3] and counts["never"] == []
+    torch.testing.assert_close(counts["last"], expected_counts["last"])

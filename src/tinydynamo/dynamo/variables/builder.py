@@ -156,7 +156,7 @@ class VariableBuilder:
             return cls(value, self.source)
         if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
             return self.wrap_sequence(value)
-        if type(value) in (dict, collections.OrderedDict):
+        if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
             return self.wrap_dict(value)
         if type(value) in (set, frozenset) and all(is_dict_key(v) for v in value):
             self.guard("CONSTANT_MATCH", value)  # a set of constants (or classes) is compared as a whole
@@ -222,8 +222,12 @@ class VariableBuilder:
             unsupported("a dict with non-constant keys")
         self.guard("TYPE_MATCH", type(value))
         self.guard("DICT_KEYS", list(value))
+        factory = getattr(value, "default_factory", None)  # a defaultdict's, called for a missing key
+        if factory is not None:
+            source = AttrSource(self.source, "default_factory") if self.source is not None else None
+            factory = VariableBuilder(self.tx, source)(factory)
         return ConstDictVariable({k: self.item(k, v) for k, v in value.items()}, source=self.source,
-                                 dict_cls=type(value))
+                                 dict_cls=type(value), default_factory=factory)
 
     def wrap_callable_or_object(self, value):
         if isinstance(value, types.FunctionType) and value.__dict__.get("_torchdynamo_disable") is True:
