@@ -615,3 +615,54 @@ def test_item_inside_a_comprehension_over_tensors_of_the_frame_breaks_at_the_com
     torch.testing.assert_close(total, expected_total)
     torch.autograd.grad(total, w)
     assert metrics == pytest.approx(expected_metrics) and items == pytest.approx(expected_items)
+
+
+class GradSwitch:
+    """A context manager of the user's that switches grad mode by torch's private setter."""
+
+    def __init__(self, mode):
+        self.prior, self.mode = torch.is_grad_enabled(), mode
+
+    def __enter__(self):
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc_info):
+        torch._C._set_grad_enabled(self.prior)
+
+
+@contextlib.contextmanager
+def grad_switch(mode):
+    prior = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(mode)
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(prior)
+
+
+@pytest.mark.parametrize("switch", [GradSwitch, grad_switch])
+def test_torch_set_grad_enabled_called_by_the_users_code_is_traced(switch):
+    """``torch._C._set_grad_enabled(mode)`` in a context manager of the user's broke the graph at
+    each call (PyTorch's dynamo tests: ctx_generic_context_manager_*). It switches grad mode in
+    the graph now, as ``with torch.no_grad()`` does, and the state after the call is eager's."""
+    def f(x):
+        with switch(False):
+            y = x * 2
+        return y + x, y.requires_grad
+
+    x = torch.randn(3, requires_grad=True)
+    explained = tinydynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    (actual, flag), (expected, expected_flag) = tinydynamo.compile(f)(x), f(x)
+    torch.testing.assert_close(actual, expected)
+    assert flag is expected_flag is False and actual.requires_grad and torch.is_grad_enabled()
+    torch.testing.assert_close(torch.autograd.grad(actual.sum(), x), torch.autograd.grad(expected.sum(), x))
+
+    def leaves_it_off(x):
+        torch._C._set_grad_enabled(False)
+        return x * 2
+
+    try:
+        assert not tinydynamo.compile(leaves_it_off)(x).requires_grad and not torch.is_grad_enabled()
+    finally:
+        torch._C._set_grad_enabled(True)

@@ -256,6 +256,9 @@ class TorchFunctionVariable(VariableTracker):
         if self.fn is torch.is_grad_enabled:
             tx.output.add_global_state_guard("GRAD_MODE")
             return ConstantVariable(torch.is_grad_enabled())
+        if self.fn is torch._C._set_grad_enabled and len(args) == 1 and not kwargs and args[0].is_python_constant():
+            GradModeVariable.switch(tx, bool(args[0].as_python_constant()))  # a context manager of the user's
+            return ConstantVariable(None)
         if self.fn is torch.get_default_dtype:
             tx.output.add_global_state_guard("DEFAULT_DTYPE")
             return ConstantVariable(torch.get_default_dtype())
