@@ -1,5 +1,7 @@
 """Every tiny function of cases.py, captured whole (fullgraph=True), matches eager PyTorch:
 results, and the inputs afterwards (in-place ops must mutate them as eager does)."""
+import collections.abc
+
 import pytest
 import torch
 import torch._dynamo
@@ -62,3 +64,43 @@ def test_matches_eager_with_the_python_model_of_the_hook(case, python_hook):
     assert_same(dynamo.compile(case.fn, backend="eager", fullgraph=True)(*args, **kwargs), expected)
     assert_same((args, kwargs), (expected_args, expected_kwargs))
     assert tinydynamo.stats()["frames_compiled"] == (0 if eval_frame.is_skipped(case.fn.__code__) else 1)
+
+
+class Registry(collections.abc.MutableMapping):
+    """A mapping written as the abc asks: no keys() of its own."""
+
+    def __init__(self, **items):
+        self._items = dict(items)
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __setitem__(self, key, value):
+        self._items[key] = value
+
+    def __delitem__(self, key):
+        del self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+
+def test_dict_of_a_users_mapping_reads_its_keys_then_its_items():
+    """``dict(mapping)`` iterated a MutableMapping as pairs (an internal ValueError, then a graph
+    break); Python asks for keys, then each item. The globals of ``collections.abc``'s methods
+    (module ``_collections_abc``, which calls itself ``collections.abc``) are found too."""
+    registry = Registry(scale=torch.full((4,), 2.0), shift=torch.ones(4))
+
+    def f(x):
+        table = dict(registry)
+        return x * table["scale"] + table["shift"], sorted(table)
+
+    x = torch.randn(4)
+    explained = tinydynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    (actual, keys), (expected, expected_keys) = tinydynamo.compile(f)(x), f(x)
+    torch.testing.assert_close(actual, expected)
+    assert keys == expected_keys

@@ -248,7 +248,9 @@ class InstructionTranslatorBase:
             return GlobalSource(name)
         module_name = self.f_globals.get("__name__")
         module = sys.modules.get(module_name)
-        if module is None or vars(module) is not self.f_globals:
+        if module is None or vars(module) is not self.f_globals:  # a module that renames itself
+            module_name = module_named_by(self.f_globals)  # (_collections_abc: "collections.abc")
+        if module_name is None:
             unsupported(f"globals of {self.code.co_qualname}, which belong to no importable module")
         if is_trusted_module(module_name):
             return None
@@ -826,6 +828,12 @@ class InstructionTranslatorBase:
 
     def YIELD_VALUE(self, inst):
         unsupported("yield")
+
+
+def module_named_by(f_globals):
+    """The name under which ``sys.modules`` holds the module whose globals are ``f_globals``, or None."""
+    return next((name for name, module in list(sys.modules.items())
+                 if getattr(module, "__dict__", None) is f_globals), None)
 
 
 def resolve_import(name, level, f_globals):

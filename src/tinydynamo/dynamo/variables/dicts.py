@@ -4,6 +4,7 @@
 mutated in place, and a dict from the caller is also written back after the graph.
 """
 import collections
+import collections.abc
 import enum
 import types
 
@@ -222,8 +223,11 @@ def dict_from(tx, mapping, kwargs, dict_cls=dict):
     items = {}
     if isinstance(mapping, ConstDictVariable):
         items.update(mapping.items)
-    elif mapping is not None and issubclass(mapping.python_type(), dict):  # as Python: keys(), then items
-        for key in mapping.call_method(tx, "keys", [], {}).unpack_var_sequence(tx):
+    elif mapping is not None and hasattr(mapping.python_type(), "keys"):  # a mapping, as Python: keys(), then items
+        # collections.abc.Mapping's keys() is a view that iterates over the mapping itself
+        keys = mapping if mapping.python_type().keys is collections.abc.Mapping.keys else \
+            mapping.call_method(tx, "keys", [], {})
+        for key in keys.unpack_var_sequence(tx):
             items[key.as_python_constant()] = mapping.call_method(tx, "__getitem__", [key], {})
     elif mapping is not None:
         for pair in mapping.unpack_var_sequence(tx):
