@@ -472,6 +472,35 @@ def test_autocast_inside_the_function_matches_eager():
     assert not torch.is_autocast_enabled("cpu")
 
 
+class AutocastHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    @torch.autocast("cpu", dtype=torch.bfloat16)
+    def forward(self, x):
+        return self.proj(x).relu()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_torch_autocast_as_a_decorator_is_traced(backend):
+    """``@torch.autocast(...)`` on a forward: its wrapper (torch/amp/autocast_mode.py) was not
+    traced into, a graph break at every call (PyTorch's dynamo tests: ctx_autocast_decorator_cpu)."""
+    torch.manual_seed(0)
+    model, x = AutocastHead(), torch.randn(3, 4, requires_grad=True)
+    explained = tinydynamo.explain(lambda x: model(x).float().sum())(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    expected = model(x)
+    expected.float().sum().backward()
+    grads = [x.grad, model.proj.weight.grad]
+    x.grad = model.proj.weight.grad = None
+    actual = dynamo.compile(model, backend=backend)(x)
+    actual.float().sum().backward()
+    assert actual.dtype == expected.dtype == torch.bfloat16 and not torch.is_autocast_enabled("cpu")
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close([x.grad, model.proj.weight.grad], grads)
+
+
 def device_autocast_classes(x):
     with torch.cpu.amp.autocast(dtype=torch.bfloat16):  # subclasses of torch.autocast
         y = x @ x

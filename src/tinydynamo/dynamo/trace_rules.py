@@ -55,6 +55,7 @@ STDLIB_DIRS = tuple({sysconfig.get_paths()["stdlib"] + os.sep, sysconfig.get_pat
 INLINABLE_TORCH_FILES = (os.path.join(TORCH_DIR, "nn", "modules", ""),
                          os.path.join(TORCH_DIR, "utils", "_contextlib.py"),
                          os.path.join(TORCH_DIR, "autograd", "grad_mode.py"),
+                         os.path.join(TORCH_DIR, "amp", "autocast_mode.py"),  # @torch.autocast(...)'s wrapper
                          os.path.join(TORCH_DIR, "nn", "utils", "parametrize.py"),
                          os.path.join(TORCH_DIR, "nn", "utils", "parametrizations.py"),
                          os.path.join(TORCH_DIR, "distributions", ""))

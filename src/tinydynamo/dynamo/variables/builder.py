@@ -45,8 +45,8 @@ from .ndarray import NUMPY_NAMES, NumpyFunctionVariable, NumpyNdarrayVariable
 from .nn_module import NNModuleVariable
 from .pytree import PytreeFunctionVariable
 from .sets import SetVariable
-from .torch import (GradModeExit, GradModeVariable, ProfilerRangeExit, ProfilerRangeVariable, TorchFunctionVariable,
-                    is_torch_callable)
+from .torch import (AutocastVariable, GradModeExit, GradModeVariable, ProfilerRangeExit, ProfilerRangeVariable,
+                    TorchFunctionVariable, is_torch_callable)
 
 
 # Where a subclass a user meets is best compiled around (chapter 14 for DTensor).
@@ -162,6 +162,9 @@ class VariableBuilder:
             self.guard("CONSTANT_MATCH", value)  # a set of constants (or classes) is compared as a whole
             return SetVariable([key_tracker(self.tx, v) for v in value], frozen=type(value) is frozenset,
                                source=self.source)
+        if type(value) is torch.autocast:  # made outside the frame: @torch.autocast(...) on a function
+            self.guard("ID_MATCH", value)
+            return AutocastVariable(value.device, (value._enabled, value.fast_dtype, value._cache_enabled))
         if isinstance(value, GradModeExit):
             return self.wrap_grad_mode_exit(value)
         if isinstance(value, ProfilerRangeExit):
