@@ -104,3 +104,47 @@ def test_dict_of_a_users_mapping_reads_its_keys_then_its_items():
     (actual, keys), (expected, expected_keys) = tinydynamo.compile(f)(x), f(x)
     torch.testing.assert_close(actual, expected)
     assert keys == expected_keys
+
+
+def test_silent_differences_found_in_pytorchs_dynamo_tests():
+    """Four programs of PyTorch's dynamo test suite that gave other values than eager:
+    ``list.extend`` of a generator that reads the list (it ran the generator first); a
+    StopIteration raised in a generator (PEP 479 makes it a RuntimeError); ``hasattr`` of a partial
+    (it saw the class's ``__name__``); and a tensor made with ``requires_grad=True`` (it lost it:
+    now it is made outside the graph, as torch.compile does)."""
+    import functools
+
+    def extend(x):
+        ys = [1]
+        ys.extend(ys[-1] + z for z in range(3))
+        return x + 1, ys
+
+    def pep_479(x):
+        def gen():
+            yield x + 1
+            raise StopIteration("inside")
+
+        g = gen()
+        next(g)
+        try:
+            next(g)
+        except RuntimeError as e:
+            return x * 2, str(e)
+        except StopIteration:
+            return x * 3, "StopIteration"
+
+    scaled = functools.partial(torch.mul, other=2)
+
+    def partial_attrs(x):
+        return scaled(x), hasattr(scaled, "__name__"), hasattr(scaled, "func"), hasattr(scaled, "__doc__")
+
+    def new_leaf(x):
+        w = torch.ones(2, requires_grad=True)
+        return w * x
+
+    x = torch.ones(2)
+    for fn in (extend, pep_479, partial_attrs, new_leaf):
+        tinydynamo.reset()
+        actual, expected = tinydynamo.compile(fn)(x), fn(x)
+        assert_same(actual, expected)
+    assert new_leaf(x).requires_grad and tinydynamo.compile(new_leaf)(x).requires_grad

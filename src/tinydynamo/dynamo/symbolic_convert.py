@@ -1248,7 +1248,15 @@ class InliningGeneratorInstructionTranslator(InliningInstructionTranslator):
             self.stack[-1] = sent  # in place of the None that YIELD_VALUE left
         self.started = True
         self.yielded = None
-        self.run()
+        try:
+            self.run()
+        except TracedException as error:
+            if isinstance(error.exception, StopIteration):  # PEP 479: out of a generator, a RuntimeError
+                self.done = True
+                replaced = RuntimeError("generator raised StopIteration")
+                replaced.__cause__ = replaced.__context__ = error.exception
+                raise_at_trace_time(replaced)
+            raise
         return self.yielded
 
     def suspended(self):

@@ -770,16 +770,22 @@ def compares_by_identity(var):
         return False
 
 
+def instances_see(cls, name):
+    """Whether an instance of ``cls`` finds ``name`` in its class: in the __dict__ of a class of its
+    MRO (``__name__`` of a class is the metaclass's, which instances do not see)."""
+    return any(name in vars(klass) for klass in cls.__mro__)
+
+
 def has_attr(tx, obj, name):
     """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
     if isinstance(obj, (NewObjectVariable, DataClassVariable)) or (isinstance(obj, ConstDictVariable) and obj.source is None):
-        return name in obj.attrs or hasattr(obj.python_type(), name)  # made in the frame: its own attributes too
+        return name in obj.attrs or instances_see(obj.python_type(), name)  # made in the frame: its own attributes too
     try:
         present = hasattr(obj.python_object(), name)
     except Unsupported:
-        return hasattr(obj.python_type(), name)
+        return instances_see(obj.python_type(), name)
     if obj.source is not None:
         tx.output.add_guard(Guard(obj.source, "HASATTR", (name, present)))
     return present

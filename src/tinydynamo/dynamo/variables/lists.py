@@ -210,7 +210,8 @@ class ListVariable(BaseListVariable):
 
     def method_extend(self, tx, values):
         self.mutable(tx)
-        self.items.extend(values.unpack_var_sequence(tx))
+        for value in each_item(tx, values):  # appended as it comes: a generator reading the list sees it grow
+            self.items.append(value)
         return ConstantVariable(None)
 
     def method_insert(self, tx, index, value):
@@ -303,7 +304,7 @@ class DequeVariable(ListVariable):
         return ConstantVariable(None)
 
     def method_extendleft(self, tx, values):
-        for value in values.unpack_var_sequence(tx):
+        for value in each_item(tx, values):
             self.method_appendleft(tx, value)
         return ConstantVariable(None)
 
@@ -396,6 +397,18 @@ class ListIteratorVariable(VariableTracker):
 
     def python_type(self):
         return type(iter([]))
+
+
+def each_item(tx, values):
+    """The items of ``values`` one at a time, each made only when the one before has been used
+    (``xs.extend(f(x) for x in xs)``, as CPython's list.extend iterates)."""
+    if not isinstance(values, LazyIteratorVariable):
+        yield from values.unpack_var_sequence(tx)
+        return
+    if values.is_endless():
+        unsupported(f"unpacking all the items of the endless iterator {values}")
+    while (item := values.next_item()) is not None:
+        yield item
 
 
 class LazyIteratorVariable(ListIteratorVariable):

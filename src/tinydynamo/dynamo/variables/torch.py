@@ -269,6 +269,10 @@ class TorchFunctionVariable(VariableTracker):
                           **{k: v.as_python_constant() for k, v in kwargs.items()})
             if is_constant_value(result):
                 return wrap_constant(result)
+        requires_grad = kwargs.get("requires_grad")
+        if requires_grad is not None and (not requires_grad.is_python_constant() or requires_grad.as_python_constant()):
+            unsupported(f"{name}(..., requires_grad=True): a new leaf of autograd, made outside the graph (as "
+                        "torch.compile does), so that its .grad is eager's")
         if self.fn in RECURRENT_OPS and isinstance(args[0], TensorVariable) and \
                 any(is_symbolic(n) for n in args[0].example_value.shape):
             unsupported(f"torch._VF.{name} (nn.{name.split('_')[0].upper()}) over symbolic sizes: its kernel "
