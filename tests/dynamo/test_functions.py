@@ -148,3 +148,33 @@ def test_silent_differences_found_in_pytorchs_dynamo_tests():
         actual, expected = tinydynamo.compile(fn)(x), fn(x)
         assert_same(actual, expected)
     assert new_leaf(x).requires_grad and tinydynamo.compile(new_leaf)(x).requires_grad
+
+
+class StaticGate(torch.nn.Module):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+
+
+class OptionalActivation(torch.nn.Module):
+    def __init__(self, activation):
+        super().__init__()
+        self.activation, self.gate = activation, StaticGate()
+
+    def forward(self, x):
+        x = self.gate(x * 2)
+        if self.activation:
+            x = self.activation(x)
+        return x
+
+
+@pytest.mark.parametrize("activation", [torch.nn.functional.relu, torch.tanh, None])
+def test_a_function_attribute_is_true_and_a_static_forward_takes_no_self(activation):
+    """``if self.activation:`` on a torch function broke the graph (its truth was asked of its value
+    as a constant), and a submodule whose forward is a staticmethod was called with self (a
+    TypeError at trace time, then a break). PyTorch's dynamo tests: mod_FnMember and
+    mod_ModuleCallModuleWithStaticForward."""
+    model, x = OptionalActivation(activation), torch.randn(4)
+    explained = tinydynamo.explain(model)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    torch.testing.assert_close(tinydynamo.compile(model)(x), model(x))

@@ -80,7 +80,15 @@ class VariableTracker:
         unsupported(f"next() of {self} (an iterator that was not made while tracing)")
 
     def truthy(self, tx):
-        return bool(self.as_python_constant())
+        """``if value:``. An object whose class has neither ``__bool__`` nor ``__len__`` (a function,
+        a class, a module) is true, as in Python, even where its value is not known as a constant."""
+        try:
+            return bool(self.as_python_constant())
+        except Unsupported:
+            cls = self.python_type()
+            if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
+                return True
+            raise
 
     def reconstruct(self, codegen):
         """Emit bytecode that recreates this value in the transformed code: reload it from its

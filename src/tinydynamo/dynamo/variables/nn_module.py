@@ -29,7 +29,7 @@ from ..trace_rules import installed_package, library_file
 from .base import GetAttrVariable, VariableTracker
 from .constant import ConstantVariable, fold, is_none, wrap_constant
 from .dicts import ConstDictVariable
-from .functions import UserMethodVariable, static_attribute
+from .functions import UserFunctionVariable, UserMethodVariable, static_attribute
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 from .tensor import TensorVariable
 
@@ -112,7 +112,10 @@ class NNModuleVariable(VariableTracker):
         forward = type(module).forward
         source = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
         args, kwargs = self.forward_pre_hooks(tx, args, kwargs)
-        result = UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
+        if isinstance(inspect.getattr_static(type(module), "forward"), staticmethod):  # called without self
+            result = UserFunctionVariable(forward, source=source).call_function(tx, args, kwargs)
+        else:
+            result = UserMethodVariable(forward, self, source=source).call_function(tx, args, kwargs)
         return self.forward_hooks(tx, args, kwargs, result)
 
     def hooks(self, tx, name):
