@@ -36,14 +36,15 @@ def dynamo_recompiles(case):
     """Per call of the case: did PyTorch's Dynamo (dynamic=False) convert the frame again?"""
     torch._dynamo.reset()
     module = a04.user_module(f"torch_{case.name}", a04.PRELUDE + textwrap.dedent(case.source))
-    exec(case.setup, vars(module))
-    compiled = torch.compile(getattr(module, case.target), backend="eager", dynamic=False)
     converted = []
-    for statement in ["", *(statement for statement, _ in case.steps)]:
-        exec(statement, vars(module))
-        before = torch_counters["frames"]["ok"]
-        compiled(*eval(f"({case.args},)", vars(module)))
-        converted.append(torch_counters["frames"]["ok"] > before)
+    with torch.set_grad_enabled(torch.is_grad_enabled()):  # a case may switch grad mode
+        exec(case.setup, vars(module))
+        compiled = torch.compile(getattr(module, case.target), backend="eager", dynamic=False)
+        for statement in ["", *(statement for statement, _ in case.steps)]:
+            exec(statement, vars(module))
+            before = torch_counters["frames"]["ok"]
+            compiled(*eval(f"({case.args},)", vars(module)))
+            converted.append(torch_counters["frames"]["ok"] > before)
     torch._dynamo.reset()
     return converted
 

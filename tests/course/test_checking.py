@@ -240,3 +240,18 @@ def test_timed_calls_stop_a_loop_then_run_no_more_calls():
         timed(0)
     with pytest.raises(LearnerTimeout, match="not run: an earlier call ran past its time limit"):
         timed(1)
+
+
+def test_a_graders_helper_serves_the_grader_but_not_the_learners_code_that_calls_it():
+    """The graders live in tinydynamo too, so a grader's helper that runs the reference for its own
+    comparison (a06._reference) served the learner's code that called it: full marks for a learner
+    who handed it the reference partitioner. While the learner's code runs, graders are looked
+    through, so the call is the learner's."""
+    from tinydynamo.aot.partitioners import default_partition
+    from tinydynamo.course import a06
+
+    recorder = types.SimpleNamespace(joint="not a graph", num_fwd_outputs=1)
+    with no_delegation(default_partition), pytest.raises(AttributeError):  # served: it runs, on a str
+        a06._reference(default_partition, recorder)
+    with pytest.raises(ForbiddenCallError, match="default_partition"), no_delegation(default_partition):
+        call_learner(lambda: a06._reference(default_partition, recorder))

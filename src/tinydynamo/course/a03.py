@@ -31,6 +31,7 @@ import os
 import reprlib
 import sys
 import traceback
+import weakref
 
 import torch
 import torch.nn as nn
@@ -42,13 +43,14 @@ from .. import config
 from ..dynamo import symbolic_convert
 from ..dynamo.exc import Unsupported
 from ..dynamo.symbolic_convert import (
+    InliningGeneratorInstructionTranslator,
     InliningInstructionTranslator,
     InstructionTranslator,
     InstructionTranslatorBase,
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
-from .checking import SUPPORTED_VERSIONS, hidden_table, no_delegation  # noqa: F401 (the notebook's)
+from .checking import SUPPORTED_VERSIONS, LearnerTimeout, hidden_table, no_delegation, time_limit  # noqa: F401 (the notebook's)
 from .feedback import NOT_LEARNER_CODE
 from .feedback import learner_location as learner_line
 
@@ -123,12 +125,23 @@ def swapped_handlers(handlers):
         tinydynamo.reset()
 
 
+# The translator's helpers that do the very work of a handler the learner writes: refused with it.
+HANDLER_HELPERS = {
+    "CALL": (InstructionTranslatorBase.call_function_with_kw_names, InstructionTranslatorBase.pop_callable),
+    "CALL_KW": (InstructionTranslatorBase.call_function_with_kw_names, InstructionTranslatorBase.pop_callable),
+    "LOAD_GLOBAL": (InstructionTranslatorBase.push_with_null,),
+    "LOAD_ATTR": (InstructionTranslatorBase.push_with_null,),
+    "RETURN_VALUE": (InliningGeneratorInstructionTranslator.RETURN_VALUE,),  # keeps its own, not replaced
+}
+
+
 @contextlib.contextmanager
 def refused_references(replaced):
-    """The reference handlers in ``replaced`` (and, for BINARY_OP, its table of operators) refuse
-    the learner's calls during the block."""
+    """The reference handlers in ``replaced``, the helpers that do their work (HANDLER_HELPERS)
+    and, for BINARY_OP, its table of operators refuse the learner's calls during the block."""
+    helpers = {helper for _, name, _ in replaced for helper in HANDLER_HELPERS.get(name, ())}
     with contextlib.ExitStack() as stack:
-        stack.enter_context(no_delegation(*{original for _, _, original in replaced}))
+        stack.enter_context(no_delegation(*{original for _, _, original in replaced}, *helpers))
         if any(name == "BINARY_OP" for _, name, _ in replaced):
             stack.enter_context(hidden_table(symbolic_convert, "BINARY_OPS"))
         yield
@@ -147,13 +160,26 @@ def kept(before, after):
     return n
 
 
+HANDLER_TIME_LIMIT = 5  # seconds per run of a learner's handler (they take microseconds): past it, an infinite loop
+_HUNG = weakref.WeakKeyDictionary()  # a learner's handler that ran past its limit -> the instruction it ran
+
+
 def checked_handler(name, fn):
     """``fn``, remembering which trackers it pushed, followed by a check that the stack and the
-    locals still hold only trackers."""
+    locals still hold only trackers. A run past HANDLER_TIME_LIMIT fails the case, and later runs
+    of the same function fail at once, so that an infinite loop costs one limit, not one per case."""
 
     def handler(self, inst):
+        if fn in _HUNG:
+            raise LearnerTimeout(f"your {name} ran past its time limit of {HANDLER_TIME_LIMIT} s before "
+                                 f"(on {_HUNG[fn]}): it is not run again")
         before = list(self.stack)
-        fn(self, inst)
+        try:
+            with time_limit(HANDLER_TIME_LIMIT, f"your {name} on `{describe_instruction(inst)}`"):
+                fn(self, inst)
+        except LearnerTimeout:
+            _HUNG[fn] = f"`{describe_instruction(inst)}`"
+            raise
         for var in self.stack[kept(before, self.stack):]:
             PUSHED_BY[id(var)] = (var, f"your {name} (`{describe_instruction(inst)}` at line "
                                        f"{inst.positions.lineno})")

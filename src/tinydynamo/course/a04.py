@@ -34,7 +34,7 @@ from ..dynamo.variables.constant import is_constant_value
 from ..dynamo.variables.torch import is_torch_callable  # noqa: F401 (a helper for learners)
 from ..testing.models import ZOO, make  # noqa: F401 (make: for learners)
 from .a02 import difference, learner_location, user_module
-from .checking import call_learner, no_delegation, time_limit
+from .checking import _refuse, call_learner, learner_code_running, no_delegation, time_limit
 
 # Seconds one call of the learner's guards_for may run (it takes microseconds): past it, an infinite
 # loop is reported as a failure of the case that ran it, and the later cases of the test are not run
@@ -154,6 +154,8 @@ def wrap_with(guards_for, categories):
     reference_wrap = VariableBuilder.wrap
 
     def wrap(builder, value):
+        if learner_code_running():  # the learner's code building trackers: the reference's guards for them
+            _refuse("VariableBuilder")
         installed = builder.tx.output.guards
         start = len(installed)
         tracker = reference_wrap(builder, value)
@@ -245,6 +247,14 @@ TENSOR_EXAMPLES = [
 ]
 
 TENSOR_CASES = [
+    Case("inference_under_no_grad", """
+        def predict(x):
+            return x * 2
+    """, "predict", "torch.set_grad_enabled(False); x = torch.randn(3, requires_grad=True)", "x", [
+        ("x = torch.randn(3, requires_grad=True)", HIT),  # the tensor's own flag, whatever the grad mode
+        ("x = torch.randn(3)", RECOMPILE),
+        ("torch.set_grad_enabled(True)", RECOMPILE),  # grad mode back on, for the cases after this one
+    ]),
     Case("flatten", """
         def flatten(x):
             return x.view(x.shape[0] * x.shape[1])
@@ -635,6 +645,24 @@ OBJECT_EXAMPLES = [
 ]
 
 OBJECT_CASES = [
+    Case("callable_object", """
+        class Scale:
+            def __init__(self, k):
+                self.k = k
+
+            def __call__(self, x):
+                return x * self.k
+
+        class Shift(Scale):
+            def __call__(self, x):
+                return x + self.k
+
+        def apply(fn, x):
+            return fn(x)
+    """, "apply", "fn, x = Scale(2), torch.randn(3)", "fn, x", [
+        ("fn = Shift(2)", RECOMPILE),
+        ("fn = Scale(2)", LIKE_REFERENCE),
+    ]),
     Case("python_module", """
         import types
 
@@ -778,7 +806,7 @@ def run_case(case, guards_for=None, categories=CATEGORIES):
     """Call the case's target, compiled and eagerly, first and after each step; one Outcome per call.
 
     A GuardsError (the learner's guards_for failed) propagates."""
-    with swapped_guards(guards_for, categories):
+    with swapped_guards(guards_for, categories), torch.set_grad_enabled(torch.is_grad_enabled()):  # a step may switch it
         module = user_module(f"a04_{case.name}", PRELUDE + textwrap.dedent(case.source))
         exec(case.setup, vars(module))
         original = getattr(module, case.target)

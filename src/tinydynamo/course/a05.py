@@ -297,7 +297,7 @@ class ResumeRecorder:
         request = Request(code, target, stack_size, nulls, argnames)
         self.requests.append(request)
         try:
-            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
+            with no_delegation(*REFUSED), time_limit(TIME_LIMIT, "it"):
                 resume = self.create_resume(code, target, stack_size, nulls, argnames)
         except Exception as e:  # noqa: BLE001 -- reported by the checker, with the function's name
             self.failure = (f"your create_resume raised {described(e)}"
@@ -313,6 +313,8 @@ class ResumeRecorder:
 # The learner writes these: while the learner's code runs, they are out of reach (the recorder
 # too, which stands in for tinydynamo's create_resume while the learner's is swapped in).
 REFERENCE = (create_resume, resume_prologue, ResumeRecorder.__call__)
+# ...and the cache that asks for them (a learner's call of it would be served the reference's).
+REFUSED = (*REFERENCE, resume_execution.ContinueExecutionCache.lookup)
 
 
 def refused(fn, names, what):
@@ -541,7 +543,7 @@ def check_prologues(resume_prologue, names):
     for name, request in requests_of(names):
         instructions = decode(request.code)
         try:
-            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
+            with no_delegation(*REFUSED), time_limit(TIME_LIMIT, "it"):
                 prologue = list(resume_prologue(request.code, instructions[request.target],
                                                 request.stack_size, request.nulls))
         except Exception as e:  # noqa: BLE001
@@ -562,7 +564,7 @@ def check_resume_codes(create_resume, names):
         return failures
     for name, request in requests_of(names):
         try:
-            with no_delegation(*REFERENCE), time_limit(TIME_LIMIT, "it"):
+            with no_delegation(*REFUSED), time_limit(TIME_LIMIT, "it"):
                 resume = create_resume(request.code, request.target, request.stack_size,
                                        request.nulls, request.argnames)
         except Exception as e:  # noqa: BLE001

@@ -46,8 +46,9 @@ MIN_CUT_MARGIN = 1.10
 TIME_LIMIT = 30
 
 # The learner writes these: while the learner's partitioner runs, they are out of reach.
-REFERENCE_PARTITIONERS = (partitioners.default_partition,
-                          partitioners.min_cut_rematerialization_partition, partitioners._flow_graph)
+REFERENCE_PARTITIONERS = (partitioners.default_partition, partitioners.min_cut_rematerialization_partition,
+                          partitioners._flow_graph, partitioners._capacity,  # _capacity: what saving a node costs
+                          partitioners._ancestors, partitioners._descendants)
 
 
 # ------------------------------------------------------------------ the graphs' layout

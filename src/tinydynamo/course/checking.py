@@ -75,6 +75,7 @@ import tinydynamo
 from .feedback import GENERATED_CODE, LEARNER_CALL_FILE, NOT_LEARNER_CODE, learner_location
 
 REFERENCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/tinydynamo
+COURSE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")  # the graders: src/tinydynamo/course/
 TORCH_INDUCTOR_DIR = os.path.join(os.path.dirname(torch.__file__), "_inductor", "")
 SOLUTIONS = Path(__file__).resolve().parents[3] / "solutions"
 RELEASES = SOLUTIONS.parent / "assignments"
@@ -110,16 +111,33 @@ def _forbidden_message(name):
 def _is_learners(frame):
     """Whether the innermost frame from ``frame`` outwards that is tinydynamo or the learner's
     code is the learner's (torch, installed packages and the standard library are looked through).
-    A thread that the learner started (``executor.submit(dis.stack_effect, ...)``) has neither
-    outside the function it runs: it is the learner's, unless it is the main thread."""
+    While the learner's code runs (a ``call_learner`` frame further out), the graders' own helpers
+    are looked through too: a grader that computes the reference's answer for itself
+    (``a06._reference``) must not hand it to the learner's code that calls it. A thread that the
+    learner started (``executor.submit(dis.stack_effect, ...)``) has neither outside the function
+    it runs: it is the learner's, unless it is the main thread."""
+    learner_running = learner_code_running(frame)
     while frame is not None:
         filename = frame.f_code.co_filename
+        if learner_running and filename.startswith(COURSE_DIR):
+            frame = frame.f_back
+            continue
         if filename.startswith(REFERENCE_DIR):
             return False
         if not filename.startswith(NOT_LEARNER_CODE):
             return True
         frame = frame.f_back
     return threading.current_thread() is not threading.main_thread()
+
+
+def learner_code_running(frame=None):
+    """Whether a ``call_learner`` frame is on the stack from ``frame`` (the caller's) outwards."""
+    frame = frame or sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == LEARNER_CALL_FILE:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _is_learners_own(frame):

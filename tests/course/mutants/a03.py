@@ -114,3 +114,64 @@ MUTANTS = [
            "    from tinydynamo.dynamo.variables import ConstantVariable\n    self.push(ConstantVariable(inst.argval))",
            "constant_tuple_plus_tensors"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 6 of adversarial learners (2026-11-30): delegation through the graders' own helpers and
+# the reference's entry points, missing cases, and a hang that now fails its case.
+HANDLER = "    _, symbol = dis._nb_ops[inst.arg]\n    right, left = self.pop(), self.pop()\n"
+
+MUTANTS += [
+    # part 2: every in-place operator computed out of place (the catalogue has +=, **= and @=)
+    Mutant("-= computed out of place", '"-=": operator.isub,', '"-=": operator.sub,', "inplace"),
+    Mutant("*= computed out of place", '"*=": operator.imul,', '"*=": operator.mul,', "inplace"),
+    Mutant("/= computed out of place", '"/=": operator.itruediv,', '"/=": operator.truediv,', "inplace"),
+    Mutant("//= computed out of place", '"//=": operator.ifloordiv,', '"//=": operator.floordiv,', "inplace"),
+    Mutant("%= computed out of place", '"%=": operator.imod,', '"%=": operator.mod,', "inplace"),
+    Mutant("&= computed out of place", '"&=": operator.iand,', '"&=": operator.and_,', "inplace"),
+    Mutant("|= computed out of place", '"|=": operator.ior,', '"|=": operator.or_,', "inplace"),
+    Mutant("^= computed out of place", '"^=": operator.ixor,', '"^=": operator.xor,', "inplace"),
+    Mutant("<<= computed out of place", '"<<=": operator.ilshift,', '"<<=": operator.lshift,', "inplace"),
+    Mutant(">>= computed out of place", '">>=": operator.irshift,', '">>=": operator.rshift,', "inplace"),
+    Mutant("<< and >> swapped", '"<<": operator.lshift,', '"<<": operator.rshift,', "shift"),
+    Mutant("** as the builtin pow", '"**": operator.pow,', '"**": pow,', "pow"),
+    Mutant("BINARY_OP strips the '=' of an in-place operator in a loop that never advances (hangs)",
+           HANDLER,
+           "    _, symbol = dis._nb_ops[inst.arg]\n    base = symbol\n"
+           "    while base.endswith('='):\n        inplace = True  # forgot base = base[:-1]\n"
+           "    right, left = self.pop(), self.pop()\n",
+           'inplace_on_input'),
+    Mutant("LOAD_CONST wraps the constant's index (inst.arg), not the constant",
+           "self.push(wrap_constant(inst.argval))", "self.push(wrap_constant(inst.arg))", "LOAD_CONST"),
+    Mutant("STORE_FAST deletes the unread argument with del (KeyError for any other local)",
+           "    self.unread_args.pop(inst.argval, None)  # the argument is overwritten before it was read\n",
+           "    del self.unread_args[inst.argval]\n", "STORE_FAST"),
+    Mutant("PRECALL clears the keyword names (3.11: KW_NAMES comes before PRECALL)",
+           "def PRECALL(self, inst):\n    \"\"\"3.11: prepare a CALL.\"\"\"\n    ### BEGIN SOLUTION\n    pass\n",
+           "def PRECALL(self, inst):\n    \"\"\"3.11: prepare a CALL.\"\"\"\n    ### BEGIN SOLUTION\n    self.kw_names = ()\n",
+           "keyword", versions=((3, 11),)),
+    Mutant("LOAD_ATTR reads the method bit on 3.11 too", "sys.version_info >= (3, 12) and inst.arg & 1",
+           "inst.arg & 1", "LOAD_ATTR", versions=((3, 11),)),
+    Mutant("CALL matches the keyword names to the arguments in reverse",
+           "kwargs = dict(zip(kw_names, args[n_positional:]))",
+           "kwargs = dict(zip(reversed(kw_names), args[n_positional:]))", "keyword"),
+    Mutant("CALL pops [NULL/callable, self] before the arguments",
+           "    args = self.popn(nargs)\n    first, second = self.popn(2)\n",
+           "    first, second = self.popn(2)\n    args = self.popn(nargs)\n", "CALL"),
+    Mutant("RETURN_VALUE sets done only for the compiled frame",
+           "        self.return_value = value\n    self.done = True\n",
+           "        self.return_value = value\n        return\n    self.done = True\n", "ran past the last instruction"),
+    Mutant("CALL delegates to the translator's call_function_with_kw_names (the reference's call sequence)",
+           "    call_with_keywords(self, inst.arg, kw_names)\n",
+           "    self.call_function_with_kw_names(inst.arg, kw_names)\n",
+           "call_function_with_kw_names", zero=("test_calls", "test_calls_corpus")),
+    Mutant("LOAD_GLOBAL delegates the NULL to the translator's push_with_null",
+           "    push_maybe_null(self, self.load_global(inst.argval), inst.arg & 1)\n",
+           "    self.push_with_null(self.load_global(inst.argval), inst.arg & 1)\n",
+           "push_with_null", zero=("test_loads_and_stores", "test_loads_and_stores_corpus")),
+    Mutant("RETURN_VALUE of an inlined call delegates to the generator translator's RETURN_VALUE",
+           "        self.return_value = value\n    self.done = True\n",
+           "        from tinydynamo.dynamo.symbolic_convert import InliningGeneratorInstructionTranslator as _G\n"
+           "        self.push(value)\n        return _G.RETURN_VALUE(self, inst)\n    self.done = True\n",
+           "RETURN_VALUE", zero=("test_return_value", "test_return_value_corpus")),
+]

@@ -148,3 +148,100 @@ MUTANTS = [
            'return [Guard(source, "CONSTANT_MATCH", bool(value) if isinstance(value, (int, float)) else value)]',
            "scale_by"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 6 of adversarial learners (2026-11-30): delegation through the graders' own helpers and
+# the reference's entry points, missing cases, and a hang that now fails its case.
+CONSTANT_START = "    ### BEGIN SOLUTION\n    if a04.is_constant_value(value):"
+OBJECT_START = "    ### BEGIN SOLUTION\n    identity_types = ("
+CONSTANT_TESTS = ("test_constant_guards_examples", "test_constant_guards_cases")
+OBJECT_TESTS = ("test_object_guards_examples", "test_object_guards_cases")
+
+# The reference's VariableBuilder run through its public __call__ on a stand-in translator: the
+# refused wrap* methods are then called by reference code, not by the learner's.
+FAKE_BUILDER = (
+    "import types as _types\n"
+    "from tinydynamo.dynamo.variables.builder import VariableBuilder as _VB\n"
+    "class _Out:\n"
+    "    def __init__(self):\n"
+    "        self.guards, self.seen, self.variable_cache, self.containers_by_id = [], [], {}, {}\n"
+    "    def add_guard(self, guard):\n"
+    "        self.guards.append(guard)\n"
+    "        self.seen.append(guard)\n"
+    "    def __getattr__(self, name):\n"
+    "        return lambda *args, **kwargs: None\n"
+    "_BUSY = []\n"
+    "def _reference_guards(source, value):\n"
+    "    if _BUSY:\n"
+    "        return []\n"
+    "    _BUSY.append(1)\n"
+    "    tx = _types.SimpleNamespace(output=_Out())\n"
+    "    try:\n"
+    "        _VB(tx, source)(value)\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "    finally:\n"
+    "        _BUSY.pop()\n"
+    "    return [g for g in tx.output.seen if g.source == source and g.kind in a04.VALUE_KINDS]\n\n\n"
+)
+
+MUTANTS += [
+    # ---------------------------------------------------------------- delegation
+    Mutant("constants: the reference's VariableBuilder run through __call__ on a stand-in translator",
+           "def constant_guards(source, value):",
+           FAKE_BUILDER + "def constant_guards(source, value):\n    return _reference_guards(source, value)\n\n\n"
+           "def _unused(source, value):",
+           "VariableBuilder", zero=CONSTANT_TESTS),
+    Mutant("objects: the reference's VariableBuilder run through __call__ on a stand-in translator",
+           "def object_guards(source, value):",
+           FAKE_BUILDER + "def object_guards(source, value):\n    return _reference_guards(source, value)\n\n\n"
+           "def _unused(source, value):",
+           "VariableBuilder", zero=OBJECT_TESTS),
+    Mutant("requires_grad guarded as 'records a graph here' (requires_grad and grad mode)",
+           '"requires_grad": value.requires_grad,', '"requires_grad": value.requires_grad and torch.is_grad_enabled(),',
+           "requires_grad"),
+    Mutant("a tensor also guarded by TYPE_MATCH torch.Tensor, belt and braces",
+           'return [Guard(source, "TENSOR_MATCH", properties)]',
+           'return [Guard(source, "TYPE_MATCH", torch.Tensor), Guard(source, "TENSOR_MATCH", properties)]',
+           "module_parameters"),
+    Mutant("a tensor's strides guarded only for the dimensions bigger than 1 (size 1 strides set to 1)",
+           '"stride": tuple(value.stride()),',
+           '"stride": tuple(s if n > 1 else 1 for s, n in zip(value.stride(), value.shape)),', "batch_of_one"),
+    Mutant("a tensor's dtype guarded as its kind (float or not)", '"dtype": value.dtype,',
+           '"dtype": torch.float32 if value.is_floating_point() else torch.int64,', "dtype"),
+    Mutant("bools guarded by type (there are only two, the graph is the same)", CONSTANT_START,
+           '    if isinstance(value, bool):\n        return [Guard(source, "TYPE_MATCH", bool)]\n' + CONSTANT_START,
+           'flag'),
+    Mutant("a tuple of constants guards each item too (recursively, on GetItemSource)",
+           "    if a04.is_constant_value(value):\n        return [Guard(source, \"CONSTANT_MATCH\", value)]\n",
+           "    if a04.is_constant_value(value):\n        guards = [Guard(source, \"CONSTANT_MATCH\", value)]\n"
+           "        if isinstance(value, tuple):\n"
+           "            for i, item in enumerate(value):\n"
+           "                guards += constant_guards(GetItemSource(source, i), item)\n"
+           "        return guards\n",
+           "reshape_to"),
+    Mutant("strings guarded by their length only", CONSTANT_START,
+           '    if isinstance(value, str):\n        return [Guard(source, "TYPE_MATCH", str), Guard(source, "LENGTH_CHECK", len(value))]\n'
+           + CONSTANT_START, "mode"),
+    Mutant("numbers guarded with CONSTANT_MATCH of float(value)", 'return [Guard(source, "CONSTANT_MATCH", value)]',
+           'return [Guard(source, "CONSTANT_MATCH", float(value) if isinstance(value, int) and not isinstance(value, bool) else value)]',
+           "NEEDLESS RECOMPILE"),
+    Mutant("a range guarded by its length (a sequence like a list)", CONSTANT_START,
+           '    if isinstance(value, range):\n        return [Guard(source, "TYPE_MATCH", range), Guard(source, "LENGTH_CHECK", len(value))]\n'
+           + CONSTANT_START, "range"),
+    Mutant("a dict guarded by its length and type, keys left to the item reads",
+           'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "DICT_KEYS", list(value))]',
+           'return [Guard(source, "TYPE_MATCH", type(value)), Guard(source, "LENGTH_CHECK", len(value))]',
+           "dict"),
+    Mutant("a module also guards its training flag (on AttrSource)", OBJECT_START,
+           "    if isinstance(value, nn.Module):\n"
+           "        return [Guard(source, \"ID_MATCH\", value), Guard(AttrSource(source, \"training\"), \"CONSTANT_MATCH\", value.training)]\n"
+           + OBJECT_START, "training"),
+    Mutant("a bound method guarded by its __func__ (on AttrSource)", "    if isinstance(value, types.MethodType):\n        return []\n",
+           '    if isinstance(value, types.MethodType):\n        return [Guard(AttrSource(source, "__func__"), "ID_MATCH", value.__func__)]\n',
+           "bound_method"),
+    Mutant("objects guarded by type only when they are not callable (a callable object left unguarded)",
+           'return [Guard(source, "TYPE_MATCH", type(value))]',
+           'return [] if callable(value) else [Guard(source, "TYPE_MATCH", type(value))]', "callable_object"),
+]

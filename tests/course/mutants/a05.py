@@ -144,3 +144,96 @@ MUTANTS = [
            'params = tuple(f"___stack{i}" for i in range(stack_size - len(nulls))) + tuple(argnames)',
            'params = ("___stack0",) + tuple(argnames)', "appends_to_a_list"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 6 of adversarial learners (2026-11-30): delegation through the graders' own helpers and
+# the reference's entry points, missing cases, and a hang that now fails its case.
+PARAMS = '    params = tuple(f"___stack{i}" for i in range(stack_size - len(nulls))) + tuple(argnames)\n'
+CREATE_DOC = '    """The rest of `code` from instruction number `target`, as a new code object."""\n'
+PROLOGUE_DOC = ('    """The instructions that bring a fresh frame of the resume function to where the original\'s\n'
+                '    frame was at ``target`` (an Instruction), and carry on there."""\n')
+CREATE_TESTS = ("test_create_resume_basic", "test_create_resume_corpus")
+PROLOGUE_TESTS = ("test_prologue_example", "test_prologue_corpus")
+LOAD = '            prologue.append(create_instruction("LOAD_FAST", argval=f"___stack{values}"))\n'
+
+MUTANTS += [
+    # part 1: the prologue
+    Mutant("prologue: stack parameters named by their stack position (NULLs counted)", LOAD,
+           '            prologue.append(create_instruction("LOAD_FAST", argval=f"___stack{position}"))\n',
+           "print_inside_a_call"),
+    Mutant("prologue: no RESUME", '    prologue.append(create_instruction("RESUME", arg=0))\n', "", "RESUME"),
+    Mutant("prologue: MAKE_CELL only for the cells that arrive as parameters",
+           '    prologue = [create_instruction("MAKE_CELL", argval=name) for name in code.co_cellvars]\n',
+           '    prologue = [create_instruction("MAKE_CELL", argval=name) for name in code.co_cellvars\n'
+           '                if name in code.co_varnames]\n', "closure_with_a_cell"),
+    Mutant("prologue: the NULLs taken to be the lowest positions (only their number used)",
+           "        if position in nulls:\n", "        if position < len(nulls):\n", "print_inside_a_call"),
+    Mutant("prologue: COPY_FREE_VARS given its count as argval",
+           '        prologue.append(create_instruction("COPY_FREE_VARS", arg=len(code.co_freevars)))\n',
+           '        prologue.append(create_instruction("COPY_FREE_VARS", argval=len(code.co_freevars)))\n',
+           "closure"),
+    Mutant("prologue: a NOP jump target (JUMP_FORWARD to a NOP put before the target)",
+           '    prologue.append(create_instruction("JUMP_FORWARD", target=target))\n',
+           '    prologue.append(create_instruction("NOP"))\n', "print_in_the_middle"),
+    Mutant("create_resume: the exception table entries dropped (assemble computes the table)",
+           "    instructions = decode(code)\n    params",
+           "    instructions = decode(code)\n    for inst in instructions:\n        inst.exn_tab_entry = None\n    params",
+           "raise_inside_no_grad"),
+    Mutant("create_resume: co_nlocals passed (the parameters only)",
+           '        co_name=f"resume_in_{code.co_name}",\n',
+           '        co_name=f"resume_in_{code.co_name}", co_nlocals=len(params),\n', "co_nlocals"),
+    Mutant("create_resume: the prologue after the original instructions",
+           "        prologue + instructions, code,", "        instructions + prologue, code,", "print_in_the_middle"),
+    Mutant("create_resume: CO_VARARGS cleared with ^ (toggled on for a function without *args)",
+           "        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n",
+           "        co_flags=code.co_flags ^ (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n", 'print_in_the_middle'),
+    Mutant("create_resume: co_varnames without the original's other locals, co_nlocals left to assemble",
+           "        co_varnames=params + tuple(name for name in code.co_varnames if name not in params),\n",
+           "        co_varnames=params + tuple(name for name in code.co_varnames if name in code.co_cellvars and name not in params),\n",
+           'print_in_the_middle'),
+    Mutant("create_resume: co_cellvars cleared (the prologue's MAKE_CELL makes them)",
+           '        co_name=f"resume_in_{code.co_name}",\n',
+           '        co_name=f"resume_in_{code.co_name}", co_cellvars=(),\n', "cell"),
+    Mutant("create_resume: hard-codes the visible example (one stack value, then the locals)", CREATE_DOC,
+           CREATE_DOC + "    if stack_size == 1 and not nulls:\n"
+           "        instructions = decode(code)\n"
+           "        params = ('___stack0',) + tuple(argnames)\n"
+           "        return assemble(resume_prologue(code, instructions[target], 1, ()) + instructions, code,\n"
+           "                        co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,\n"
+           "                        co_varnames=params + tuple(n for n in code.co_varnames if n not in params))\n",
+           "args"),
+    Mutant("create_resume: the live locals in the order of co_varnames", PARAMS,
+           '    params = tuple(f"___stack{i}" for i in range(stack_size - len(nulls))) + tuple(\n'
+           '        name for name in code.co_varnames + code.co_cellvars if name in argnames)\n', "argnames"),
+    Mutant("create_resume: returns a function, not a code object", '        co_name=f"resume_in_{code.co_name}",\n    )\n',
+           '        co_name=f"resume_in_{code.co_name}",\n    ) if False else __import__("types").FunctionType(assemble(\n'
+           '        prologue + instructions, code, co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,\n'
+           '        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n'
+           '        co_varnames=params + tuple(name for name in code.co_varnames if name not in params)), globals())\n',
+           "create_resume"),
+    Mutant("create_resume: the reference's, run by ContinueExecutionCache.lookup with the module global swapped back",
+           CREATE_DOC,
+           CREATE_DOC + "    from tinydynamo.dynamo import resume_execution as _rx\n"
+           "    _saved, _rx.create_resume = _rx.create_resume, a05.REFERENCE[0]\n"
+           "    try:\n"
+           "        return _rx.ContinueExecutionCache.lookup(code, target, stack_size, nulls, argnames)\n"
+           "    finally:\n"
+           "        _rx.create_resume = _saved\n",
+           "create_resume", zero=CREATE_TESTS),
+    Mutant("prologue: cut out of the reference's resume function (made by ContinueExecutionCache.lookup)",
+           PROLOGUE_DOC,
+           PROLOGUE_DOC + "    from tinydynamo.dynamo import resume_execution as _rx\n"
+           "    _index = next(i for i, inst in enumerate(decode(code)) if inst.offset == target.offset)\n"
+           "    _argnames = tuple(n for n in code.co_varnames[:code.co_argcount])\n"
+           "    _saved, _rx.create_resume = _rx.create_resume, a05.REFERENCE[0]\n"
+           "    try:\n"
+           "        _resume = a05.REFERENCE[0](code, _index, stack_size, tuple(nulls), ()) if False else "
+           "_rx.ContinueExecutionCache.lookup(code, _index, stack_size, tuple(nulls), ())\n"
+           "    finally:\n"
+           "        _rx.create_resume = _saved\n"
+           "    _prologue = decode(_resume)[:len(decode(_resume)) - len(decode(code))]\n"
+           "    _prologue[-1].target = target\n"
+           "    return _prologue\n",
+           "resume_prologue", zero=PROLOGUE_TESTS),
+]

@@ -177,3 +177,80 @@ MUTANTS = [
            "(node in needed_by_forward and node.target in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default,"
            " torch.ops.aten.bmm.default))", "gpt_block"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 6 of adversarial learners (2026-11-30): delegation through the graders' own helpers and
+# the reference's entry points, missing cases, and a hang that now fails its case.
+DEFAULT_TESTS = ("test_default_partition_mlp", "test_default_partition_zoo")
+MIN_CUT_TESTS = ("test_min_cut_gpt_block", "test_min_cut_zoo")
+DEFAULT_DOC = '    """Forward: what the forward outputs need. Save every forward value the backward reads."""\n'
+MIN_CUT_DOC = '    """Save the fewest bytes from which the backward can recompute what else it needs."""\n'
+ANCESTORS_DOC = '    """The set of `nodes` themselves and every node they depend on, transitively."""\n'
+COST = ("        cost = a06.nbytes(node)\n        if a06.is_view(node) or cost == 0:\n"
+        "            cost = math.inf\n")
+PARTITIONERS = '__import__("tinydynamo.aot.partitioners", fromlist=["_"])'
+
+MUTANTS += [
+    # ---------------------------------------------------------------- delegation
+    Mutant("default: the reference's default_partition run through the grader's own a06._reference",
+           DEFAULT_DOC,
+           DEFAULT_DOC + "    import types as _types\n"
+           f"    return a06._reference({PARTITIONERS}.default_partition,\n"
+           "                          _types.SimpleNamespace(joint=joint_gm, num_fwd_outputs=num_fwd_outputs))\n",
+           "default_partition", zero=DEFAULT_TESTS),
+    Mutant("min-cut: the reference's min-cut run through the grader's own a06._reference",
+           MIN_CUT_DOC,
+           MIN_CUT_DOC + "    import types as _types\n"
+           f"    return a06._reference({PARTITIONERS}.min_cut_rematerialization_partition,\n"
+           "                          _types.SimpleNamespace(joint=joint_gm, num_fwd_outputs=num_fwd_outputs))\n",
+           "min_cut_rematerialization_partition", zero=MIN_CUT_TESTS),
+    Mutant("min-cut: a node's capacity from the reference's partitioners._capacity", COST,
+           f"        cost = {PARTITIONERS}._capacity(node)\n", "_capacity", zero=MIN_CUT_TESTS),
+    Mutant("ancestors is the reference's partitioners._ancestors", ANCESTORS_DOC,
+           ANCESTORS_DOC + f"    return {PARTITIONERS}._ancestors(nodes)\n", "_ancestors",
+           zero=DEFAULT_TESTS),
+    Mutant("min-cut: the flow graph is the reference's _flow_graph, found with gc (a copy the trampoline serves)",
+           "    _, (source_side, _) = nx.minimum_cut(flow, \"source\", \"sink\")\n",
+           "    import gc\n"
+           "    for _f in gc.get_objects():\n"
+           "        if type(_f) is type(ancestors) and getattr(_f, '__qualname__', '') == '_flow_graph' "
+           "and _f.__module__.startswith('tinydynamo'):\n"
+           "            try:\n                flow = _f(joint_gm, num_fwd_outputs)\n                break\n"
+           "            except Exception:\n                pass\n"
+           "    _, (source_side, _) = nx.minimum_cut(flow, \"source\", \"sink\")\n",
+           "_flow_graph", zero=MIN_CUT_TESTS),
+    Mutant("default: a forward value counts as read by the backward only if a gradient reads it directly",
+           "        return any(user not in forward and user.op != \"output\" for user in node.users)\n",
+           "        return any(user in grads for user in node.users)\n", "saves"),
+    Mutant("default: the forward outputs' getitems of forward ops left out",
+           "    forward |= {n for n in nodes if n.target is operator.getitem and n.args[0] in forward}\n", "",
+           "cnn"),
+    Mutant("default: a primal read by the backward is not saved (the backward gets the inputs anyway)",
+           "        if n in forward and n.op != \"get_attr\" and (n in grads or read_by_backward(n))\n",
+           "        if n in forward and n.op not in (\"get_attr\", \"placeholder\") and (n in grads or read_by_backward(n))\n",
+           "mlp"),
+    Mutant("min-cut: source and sink swapped in nx.minimum_cut",
+           "    _, (source_side, _) = nx.minimum_cut(flow, \"source\", \"sink\")\n",
+           "    _, (_, source_side) = nx.minimum_cut(flow, \"sink\", \"source\")\n", "gpt_block"),
+    Mutant("min-cut: falls back to the default partition on small graphs (the hand-built ones)",
+           MIN_CUT_DOC,
+           MIN_CUT_DOC + "    if len(joint_gm.graph.nodes) < 20:\n        return default_partition(joint_gm, num_fwd_outputs)\n",
+           "your forward saves"),
+    Mutant("min-cut: a gradient that depends on no tangent drains to the sink from its input",
+           "            flow.add_edge((node, \"out\"), \"sink\", capacity=math.inf)\n        if a06.is_primal(node)",
+           "            flow.add_edge((node, \"in\"), \"sink\", capacity=math.inf)\n        if a06.is_primal(node)",
+           "saves"),
+    Mutant("min-cut: a primal can never be saved (its capacity is infinite)", COST,
+           COST + "        if a06.is_primal(node):\n            cost = math.inf\n", "saves"),
+    Mutant("min-cut: everything the forward outputs need is pinned to the source, recomputable or not",
+           "        if a06.is_primal(node) or (node in needed_by_forward and not a06.may_recompute(node)):\n",
+           "        if a06.is_primal(node) or node in needed_by_forward:\n", "saves"),
+    Mutant("min-cut: descendants follows the nodes' inputs (copy-paste of ancestors)",
+           "            stack.extend(node.users)\n", "            stack.extend(node.all_input_nodes)\n", "gpt_block"),
+    Mutant("min-cut: saved read off the cut edges of R (the sink side's nodes)",
+           '    saved = [n for n in nodes if (n, "in") in source_side and (n, "out") not in source_side]\n',
+           '    cut_value, (source_side, sink_side) = nx.minimum_cut(flow, "source", "sink")\n'
+           '    saved = [n for n in nodes if (n, "in") in source_side and (n, "out") in sink_side and n in needed_by_forward]\n',
+           'gpt_block'),
+]

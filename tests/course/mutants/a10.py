@@ -185,3 +185,105 @@ MUTANTS = [
     Mutant("a dimension dynamic only while it keeps changing", "        for d in changed:\n            before[d] = None\n",
            "        before[:] = [None if d in changed else size for d, size in enumerate(shape)]\n", "one_dim_then_another"),
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Round 6 of adversarial learners (2026-11-30): delegation through the graders' own helpers and
+# the reference's entry points, missing cases, and a hang that now fails its case.
+NUMBER = "    if expr.is_Number:\n        return expr, expr\n"
+STATIC_START = "    if condition in (sympy.true, sympy.false):\n"
+FORMS = "    forms = [bounds(form) for form in (difference, sympy.expand(difference), sympy.factor(difference))]\n"
+BOUNDS_TESTS = ("test_bounds_examples", "test_bounds_cases")
+STATIC_TESTS = ("test_static_value_examples", "test_static_value_cases")
+
+MUTANTS += [
+    # ---------------------------------------------------------------- delegation
+    Mutant("static_value asks the grader's decision_problems (an oracle for the reference's answer)",
+           STATIC_START,
+           "    _problems = a10.decision_problems(condition, None)\n"
+           "    if _problems:\n"
+           "        return 'it is True for every size' in _problems[0]\n"
+           "    return None\n" + STATIC_START,
+           "_expected_decision", zero=STATIC_TESTS),
+    Mutant("bounds parses the reference's interval out of the grader's bounds_problems message",
+           NUMBER,
+           "    import re\n"
+           "    _problems = a10.bounds_problems(lambda e: (-sympy.oo, sympy.oo), expr)\n"
+           "    if _problems:\n"
+           "        _m = re.search(r'within \\((.+), (.+)\\)$', _problems[0])\n"
+           "        if _m:\n"
+           "            return sympy.sympify(_m.group(1)), sympy.sympify(_m.group(2))\n"
+           "    return -sympy.oo, sympy.oo\n" + NUMBER,
+           "bounds", zero=BOUNDS_TESTS),
+    Mutant("bounds delegates to torch's own range analysis (torch.utils._sympy.value_ranges.bound_sympy)",
+           NUMBER,
+           "    if not expr.has(FloorDiv):\n"
+           "        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy\n"
+           "        _r = bound_sympy(expr, {s: ValueRanges(2, sympy.oo) for s in expr.free_symbols})\n"
+           "        _conv = lambda v: sympy.oo if str(v) in ('oo', 'int_oo') else "
+           "(-sympy.oo if str(v) in ('-oo', '-int_oo') else sympy.sympify(v))\n"
+           "        return _conv(_r.lower), _conv(_r.upper)\n" + NUMBER,
+           "value_ranges", zero=BOUNDS_TESTS),
+    Mutant("Mul delegates to the reference's multiply_intervals (imported by the grader module)",
+           "            corners = [a * b if a != 0 and b != 0 else sympy.Integer(0) for a in (lo, hi) for b in (f_lo, f_hi)]\n"
+           "            lo, hi = min(corners), max(corners)\n",
+           "            lo, hi = a10.multiply_intervals((lo, hi), (f_lo, f_hi))\n",
+           "multiply_intervals", zero=BOUNDS_TESTS),
+    Mutant("a power bounded as (lo**e, hi**e) for any exponent, negative too",
+           "    if isinstance(expr, (sympy.Max, sympy.Min)):\n",
+           "    if isinstance(expr, sympy.Pow) and expr.exp.is_Number:\n"
+           "        b_lo, b_hi = bounds(expr.base)\n"
+           "        return b_lo ** expr.exp, b_hi ** expr.exp\n"
+           "    if isinstance(expr, (sympy.Max, sympy.Min)):\n",
+           "bounds("),
+    Mutant("a product of the first two factors only", "        for factor in expr.args:\n",
+           "        for factor in expr.args[:2]:\n", "bounds("),
+    Mutant("Mod by a negative constant bounded as by a positive one", "        if b_lo > 0 and isinstance(expr, sympy.Mod):\n",
+           "        if isinstance(expr, sympy.Mod):\n", "bounds("),
+    Mutant("a symbol bounded by (2, oo) only when it is named s0 (the visible examples)",
+           "    if isinstance(expr, sympy.Symbol):\n        return sympy.Integer(2), sympy.oo\n",
+           "    if isinstance(expr, sympy.Symbol) and expr.name == 's0':\n        return sympy.Integer(2), sympy.oo\n",
+           "bounds("),
+    Mutant("the difference's factored form forgotten", FORMS,
+           "    forms = [bounds(form) for form in (difference, sympy.expand(difference))]\n", "static_value("),
+    Mutant("only the expanded difference bounded", FORMS,
+           "    forms = [bounds(sympy.expand(difference))]\n", "static_value("),
+    Mutant("!= decided True when the difference is at least 0", "sympy.Ne: lo > 0 or hi < 0, sympy.Lt: hi < 0",
+           "sympy.Ne: lo >= 0 or hi < 0, sympy.Lt: hi < 0", "static_value("),
+    Mutant("<= decided False when the difference is at least 0", "sympy.Lt: lo >= 0, sympy.Le: lo > 0,",
+           "sympy.Lt: lo >= 0, sympy.Le: lo >= 0,", "static_value("),
+    Mutant("< decided False only when the difference is above 0", "sympy.Lt: lo >= 0, sympy.Le: lo > 0,",
+           "sympy.Lt: lo > 0, sympy.Le: lo > 0,", "static_value("),
+    Mutant("a new number of dimensions ignored (the old sizes kept)",
+           "        if before is None or len(before) != len(shape):\n            self.sizes[source_name] = list(shape)\n"
+           "            return []\n",
+           "        if before is None:\n            self.sizes[source_name] = list(shape)\n            return []\n"
+           "        if len(before) != len(shape):\n            return []\n", "dimensions"),
+    Mutant("the sizes rebuilt from the new shape (a dimension already dynamic gets its size back)",
+           "        for d in changed:\n            before[d] = None\n",
+           "        self.sizes[source_name] = [None if d in changed else size for d, size in enumerate(shape)]\n",
+           "update"),
+    Mutant("mark_static applied before mark_dynamic (mark_dynamic wins)",
+           "    dims = (dims | a10.marked_dynamic(tensor)) - a10.marked_static(tensor)\n",
+           "    dims = (dims - a10.marked_static(tensor)) | a10.marked_dynamic(tensor)\n", "mark_static"),
+    Mutant("dynamic=True also makes parameters dynamic",
+           "    if isinstance(tensor, nn.Parameter) or is_module_state or policy is False:\n        dims = set()\n"
+           "    elif policy is True:\n",
+           "    if policy is True:\n        dims = set(range(tensor.dim()))\n"
+           "    elif isinstance(tensor, nn.Parameter) or is_module_state or policy is False:\n        dims = set()\n"
+           "    elif policy is True:\n", 'parameters_stay_static'),
+    Mutant("the history never updated by dims_to_trace (left to the caller)",
+           "    history.update(source_name, tuple(tensor.shape))\n    if isinstance(tensor, nn.Parameter)",
+           "    if isinstance(tensor, nn.Parameter)", 'batch_sizes'),
+    Mutant("the history updated after deciding (a change seen one call late)",
+           '    history.update(source_name, tuple(tensor.shape))\n    if isinstance(tensor, nn.Parameter) or is_module_state or policy is False:\n        dims = set()\n    elif policy is True:\n        dims = set(range(tensor.dim()))\n    else:\n        dims = history.dynamic_dims(source_name)\n',
+           '    if isinstance(tensor, nn.Parameter) or is_module_state or policy is False:\n        dims = set()\n    elif policy is True:\n        dims = set(range(tensor.dim()))\n    else:\n        dims = history.dynamic_dims(source_name)\n    history.update(source_name, tuple(tensor.shape))\n', 'batch_sizes'),
+    Mutant("static_value: the reference's, bound to a fresh ShapeEnv and run by its _maybe_evaluate_static",
+           STATIC_START,
+           "    import functools\n    from tinydynamo.symbolic_shapes import ShapeEnv as _SE\n"
+           "    _env = _SE()\n"
+           "    _env.static_value = functools.partial(a10._REFERENCE_STATIC_VALUE, _env)\n"
+           "    _env.bounds = functools.partial(a10._REFERENCE_BOUNDS, _env)\n"
+           "    return _env._maybe_evaluate_static(condition)\n" + STATIC_START,
+           "_maybe_evaluate_static", zero=STATIC_TESTS),
+]
