@@ -50,7 +50,9 @@ from ..dynamo.symbolic_convert import (
 )
 from ..dynamo.variables import VariableTracker
 from ..testing.models import ZOO, make
-from .checking import SUPPORTED_VERSIONS, LearnerTimeout, hidden_table, no_delegation, time_limit  # noqa: F401 (the notebook's)
+from .checking import (  # noqa: F401 (SUPPORTED_VERSIONS is the notebook's)
+    SUPPORTED_VERSIONS, LearnerTimeout, hidden_table, no_delegation, time_limit,
+)
 from .feedback import NOT_LEARNER_CODE
 from .feedback import learner_location as learner_line
 

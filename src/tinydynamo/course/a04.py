@@ -806,7 +806,8 @@ def run_case(case, guards_for=None, categories=CATEGORIES):
     """Call the case's target, compiled and eagerly, first and after each step; one Outcome per call.
 
     A GuardsError (the learner's guards_for failed) propagates."""
-    with swapped_guards(guards_for, categories), torch.set_grad_enabled(torch.is_grad_enabled()):  # a step may switch it
+    # a step may switch grad mode: it comes back when the case ends
+    with swapped_guards(guards_for, categories), torch.set_grad_enabled(torch.is_grad_enabled()):
         module = user_module(f"a04_{case.name}", PRELUDE + textwrap.dedent(case.source))
         exec(case.setup, vars(module))
         original = getattr(module, case.target)

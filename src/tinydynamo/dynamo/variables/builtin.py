@@ -780,8 +780,10 @@ def has_attr(tx, obj, name):
     """hasattr(obj, name) now; guarded, since an attribute may be added or deleted later."""
     if isinstance(obj, TensorVariable):
         return hasattr(obj.example_value, name)
-    if isinstance(obj, (NewObjectVariable, DataClassVariable)) or (isinstance(obj, ConstDictVariable) and obj.source is None):
-        return name in obj.attrs or instances_see(obj.python_type(), name)  # made in the frame: its own attributes too
+    made_in_frame = isinstance(obj, (NewObjectVariable, DataClassVariable)) or \
+        (isinstance(obj, ConstDictVariable) and obj.source is None)
+    if made_in_frame:  # its own attributes too
+        return name in obj.attrs or instances_see(obj.python_type(), name)
     try:
         present = hasattr(obj.python_object(), name)
     except Unsupported:

@@ -422,12 +422,7 @@ class LazyIteratorVariable(ListIteratorVariable):
         VariableTracker.reconstruct(self, codegen)  # its items are not made yet: from its source only
 
     def unpack_var_sequence(self, tx):
-        if self.is_endless():
-            unsupported(f"unpacking all the items of the endless iterator {self}")
-        items = []
-        while (item := self.next_item()) is not None:
-            items.append(item)
-        return items
+        return list(each_item(tx, self))
 
 
 class GeneratorVariable(LazyIteratorVariable):

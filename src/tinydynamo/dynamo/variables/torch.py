@@ -269,6 +269,18 @@ class TorchFunctionVariable(VariableTracker):
                           **{k: v.as_python_constant() for k, v in kwargs.items()})
             if is_constant_value(result):
                 return wrap_constant(result)
+        self.refuse_eager_only(name, args, kwargs)
+        result = trace_op(tx, "call_function", self.fn, args, kwargs)
+        if not args and not kwargs and isinstance(result, ConstantVariable):
+            # torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()...: global
+            # state, read now and guarded, as STATE_QUERIES are
+            tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, result.value)))
+        return result
+
+    def refuse_eager_only(self, name, args, kwargs):
+        """Unsupported for the calls that run eagerly, as in torch.compile: a new leaf of autograd
+        (``torch.ones(2, requires_grad=True)``), whose .grad the graph would not give; an RNN over
+        symbolic sizes, whose kernel unrolls it over the sequence (a trace would pin the length)."""
         requires_grad = kwargs.get("requires_grad")
         if requires_grad is not None and (not requires_grad.is_python_constant() or requires_grad.as_python_constant()):
             unsupported(f"{name}(..., requires_grad=True): a new leaf of autograd, made outside the graph (as "
@@ -277,12 +289,6 @@ class TorchFunctionVariable(VariableTracker):
                 any(is_symbolic(n) for n in args[0].example_value.shape):
             unsupported(f"torch._VF.{name} (nn.{name.split('_')[0].upper()}) over symbolic sizes: its kernel "
                         "unrolls it over the sequence, so it runs eagerly, as torch.compile runs every RNN")
-        result = trace_op(tx, "call_function", self.fn, args, kwargs)
-        if not args and not kwargs and isinstance(result, ConstantVariable):
-            # torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()...: global
-            # state, read now and guarded, as STATE_QUERIES are
-            tx.output.add_guard(Guard(None, "STATE_QUERY", (self.fn, result.value)))
-        return result
 
     def call_with_arrays(self, tx, args, kwargs, arrays):
         """``torch.from_numpy(a)`` / ``torch.as_tensor(a)``: the tensor behind the array (shared
