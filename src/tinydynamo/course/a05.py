@@ -391,8 +391,13 @@ def resume_problems(resume, request):
     problems = []
     if resume.co_varnames[:resume.co_argcount] != params or resume.co_kwonlyargcount or \
             resume.co_flags & (0x04 | 0x08):
+        extra = [what for what, present in (("CO_VARARGS (*args) in co_flags", resume.co_flags & 0x04),
+                                            ("CO_VARKEYWORDS (**kwargs) in co_flags", resume.co_flags & 0x08),
+                                            (f"co_kwonlyargcount {resume.co_kwonlyargcount}",
+                                             resume.co_kwonlyargcount)) if present]
         problems.append(f"its parameters must be exactly {params}, all positional (no *args, **kwargs "
-                        f"or keyword-only ones); they are {resume.co_varnames[:resume.co_argcount]}")
+                        f"or keyword-only ones); they are {resume.co_varnames[:resume.co_argcount]}"
+                        + (f", with {', '.join(extra)}" if extra else ""))
     repeated = sorted({name for name in resume.co_varnames if resume.co_varnames.count(name) > 1})
     if repeated:
         problems.append(f"its co_varnames name {repeated} more than once: each local has one slot, so a "

@@ -187,7 +187,7 @@ MUTANTS += [
            "        prologue + instructions, code,", "        instructions + prologue, code,", "print_in_the_middle"),
     Mutant("create_resume: CO_VARARGS cleared with ^ (toggled on for a function without *args)",
            "        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n",
-           "        co_flags=code.co_flags ^ (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n", 'print_in_the_middle'),
+           "        co_flags=code.co_flags ^ (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),\n", 'CO_VARARGS (*args) in co_flags'),
     Mutant("create_resume: co_varnames without the original's other locals, co_nlocals left to assemble",
            "        co_varnames=params + tuple(name for name in code.co_varnames if name not in params),\n",
            "        co_varnames=params + tuple(name for name in code.co_varnames if name in code.co_cellvars and name not in params),\n",
