@@ -785,3 +785,20 @@ def test_calling_a_weakref_reads_what_it_refers_to_and_is_guarded():
     gc.collect()
     torch.testing.assert_close(compiled(x), f(x))  # the guard on holder_ref() fails: compiled again
     assert tinydynamo.stats()["frames_compiled"] == 2
+
+
+def test_values_of_a_dict_argument_that_the_frame_never_reads_are_not_guarded():
+    """A training step reads ``batch["x"]``; the batch also carries file names and an index that
+    change at every step. Every value of the dict was guarded, so every step compiled again (then
+    the cache limit, then eager); PyTorch's Dynamo guards only what the frame reads."""
+    def step(batch):
+        return (batch["x"] * 2).sum() + batch["scale"]
+
+    compiled = tinydynamo.compile(step)
+    for i in range(6):
+        batch = {"x": torch.randn(4), "paths": [f"img{i}.png", f"img{i + 1}.png"], "index": i, "scale": 3}
+        torch.testing.assert_close(compiled(batch), step(batch))
+    assert tinydynamo.stats()["frames_compiled"] == 1
+    batch["scale"] = 4  # a value the frame reads: guarded
+    torch.testing.assert_close(compiled(batch), step(batch))
+    assert tinydynamo.stats()["frames_compiled"] == 2

@@ -537,7 +537,7 @@ def tensors_to_output(values):
             for item in var.items:
                 visit(item)
         elif isinstance(var, ConstDictVariable):
-            for item in var.items.values():
+            for item in var.values_read():
                 visit(item)
         elif isinstance(var, (GetAttrVariable, UserMethodVariable)):  # x.view, self.helper
             visit(var.obj)

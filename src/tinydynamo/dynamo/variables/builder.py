@@ -229,8 +229,9 @@ class VariableBuilder:
         if factory is not None:
             source = AttrSource(self.source, "default_factory") if self.source is not None else None
             factory = VariableBuilder(self.tx, source)(factory)
-        return ConstDictVariable({k: self.item(k, v) for k, v in value.items()}, source=self.source,
-                                 dict_cls=type(value), default_factory=factory)
+        unread = {k: functools.partial(self.item, k, v) for k, v in value.items()}  # built when read
+        return ConstDictVariable({}, source=self.source, dict_cls=type(value), default_factory=factory,
+                                 unread=unread)
 
     def wrap_callable_or_object(self, value):
         if isinstance(value, types.FunctionType) and value.__dict__.get("_torchdynamo_disable") is True:

@@ -34,12 +34,34 @@ def key_tracker(tx, key):
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items, source=None, dict_cls=dict, default_factory=None):
+    """A dict of constant keys. A dict from the caller builds the tracker of a value (and guards
+    it) when the frame first reads that value: ``batch["x"]`` reads no file names of the batch,
+    whose changes then recompile nothing, as in PyTorch's Dynamo (its lazy variable trackers)."""
+
+    def __init__(self, items, source=None, dict_cls=dict, default_factory=None, unread=None):
         super().__init__(source)
-        self.items = dict(items)  # constant key -> tracker
+        self._items = {**dict(items), **dict.fromkeys(unread or ())}  # constant key -> tracker (None: unread)
+        self.unread = dict(unread or {})  # key -> a function that builds its value's tracker
         self.dict_cls = dict_cls  # dict, collections.OrderedDict or collections.defaultdict
         self.default_factory = default_factory  # a defaultdict's: a tracker, or None
         self.attrs = {}  # attributes set in the frame on an OrderedDict made there: name -> tracker
+
+    @property
+    def items(self):
+        """constant key -> tracker, every value read."""
+        for key in list(self.unread):
+            self.value_of(key)
+        return self._items
+
+    def value_of(self, key):
+        """The tracker of the value at ``key`` (a key it holds), read now if it was not yet."""
+        if key in self.unread:
+            self._items[key] = self.unread.pop(key)()
+        return self._items[key]
+
+    def values_read(self):
+        """The trackers of the values read so far (a caller's dict rebuilds the others from its source)."""
+        return [v for k, v in self._items.items() if k not in self.unread]
 
     def python_type(self):
         return self.dict_cls
@@ -48,16 +70,16 @@ class ConstDictVariable(VariableTracker):
         return {k: v.as_python_constant() for k, v in self.items.items()}
 
     def is_python_constant(self):  # asking must not specialise a symbolic size it holds
-        return all(v.is_python_constant() for v in self.items.values())
+        return not self.unread and all(v.is_python_constant() for v in self._items.values())
 
     def python_object(self):
         unsupported(f"the identity of {self}")
 
     def unpack_var_sequence(self, tx):
-        return [key_tracker(tx, k) for k in self.items]
+        return [key_tracker(tx, k) for k in self._items]
 
     def truthy(self, tx):
-        return bool(self.items)
+        return bool(self._items)
 
     def key(self, tx, var):
         """The real key ``var`` stands for; an object compared by identity is guarded to stay the same."""
@@ -83,21 +105,22 @@ class ConstDictVariable(VariableTracker):
 
     def method_getitem(self, tx, key):
         k = self.key(tx, key)
-        if k not in self.items and self.default_factory is not None:  # a defaultdict's missing key
+        if k not in self._items and self.default_factory is not None:  # a defaultdict's missing key
             self.mutable(tx)
-            self.items[k] = self.default_factory.call_function(tx, [], {})
-        if k not in self.items:
+            self._items[k] = self.default_factory.call_function(tx, [], {})
+        if k not in self._items:
             raise_at_trace_time(KeyError(k))
-        return self.items[k]
+        return self.value_of(k)
 
     def method_get(self, tx, key, default=None):
-        return self.items.get(self.key(tx, key), default or ConstantVariable(None))
+        k = self.key(tx, key)
+        return self.value_of(k) if k in self._items else default or ConstantVariable(None)
 
     def method_contains(self, tx, key):
-        return ConstantVariable(self.key(tx, key) in self.items)
+        return ConstantVariable(self.key(tx, key) in self._items)
 
     def method_len(self, tx):
-        return ConstantVariable(len(self.items))
+        return ConstantVariable(len(self._items))
 
     def method_keys(self, tx):
         return DictViewVariable(self, "keys")
@@ -268,26 +291,26 @@ class DictViewVariable(VariableTracker):
         unsupported(f"the identity of {self}")
 
     def unpack_var_sequence(self, tx):
-        items = self.dict_var.items
         if self.kind == "keys":
-            return [key_tracker(tx, k) for k in items]
+            return [key_tracker(tx, k) for k in self.dict_var._items]
+        items = self.dict_var.items
         if self.kind == "values":
             return list(items.values())
         return [TupleVariable([key_tracker(tx, k), v]) for k, v in items.items()]
 
     def as_python_constant(self):
         if self.kind == "keys":
-            return dict.fromkeys(self.dict_var.items).keys()
+            return dict.fromkeys(self.dict_var._items).keys()
         return getattr(self.dict_var.as_python_constant(), self.kind)()
 
     def truthy(self, tx):
-        return bool(self.dict_var.items)
+        return bool(self.dict_var._items)
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__len__":
-            return ConstantVariable(len(self.dict_var.items))
+            return ConstantVariable(len(self.dict_var._items))
         if name == "__contains__" and self.kind == "keys":
-            return ConstantVariable(self.dict_var.key(tx, args[0]) in self.dict_var.items)
+            return ConstantVariable(self.dict_var.key(tx, args[0]) in self.dict_var._items)
         if name in ("__contains__", "isdisjoint", "__eq__", "__and__", "__or__", "__sub__") \
                 and all(a.is_python_constant() for a in args):
             return wrap_constant(fold(getattr(self.as_python_constant(), name),
