@@ -43,7 +43,6 @@ from .. import config
 from ..dynamo import symbolic_convert
 from ..dynamo.exc import Unsupported
 from ..dynamo.symbolic_convert import (
-    InliningGeneratorInstructionTranslator,
     InliningInstructionTranslator,
     InstructionTranslator,
     InstructionTranslatorBase,
@@ -133,7 +132,6 @@ HANDLER_HELPERS = {
     "CALL_KW": (InstructionTranslatorBase.call_function_with_kw_names, InstructionTranslatorBase.pop_callable),
     "LOAD_GLOBAL": (InstructionTranslatorBase.push_with_null,),
     "LOAD_ATTR": (InstructionTranslatorBase.push_with_null,),
-    "RETURN_VALUE": (InliningGeneratorInstructionTranslator.RETURN_VALUE,),  # keeps its own, not replaced
 }
 
 

@@ -169,9 +169,4 @@ MUTANTS += [
            "    push_maybe_null(self, self.load_global(inst.argval), inst.arg & 1)\n",
            "    self.push_with_null(self.load_global(inst.argval), inst.arg & 1)\n",
            "push_with_null", zero=("test_loads_and_stores", "test_loads_and_stores_corpus")),
-    Mutant("RETURN_VALUE of an inlined call delegates to the generator translator's RETURN_VALUE",
-           "        self.return_value = value\n    self.done = True\n",
-           "        from tinydynamo.dynamo.symbolic_convert import InliningGeneratorInstructionTranslator as _G\n"
-           "        self.push(value)\n        return _G.RETURN_VALUE(self, inst)\n    self.done = True\n",
-           "RETURN_VALUE", zero=("test_return_value", "test_return_value_corpus")),
 ]
