@@ -123,16 +123,12 @@ HANDLER = "    _, symbol = dis._nb_ops[inst.arg]\n    right, left = self.pop(), 
 
 MUTANTS += [
     # part 2: every in-place operator computed out of place (the catalogue has +=, **= and @=)
-    Mutant("-= computed out of place", '"-=": operator.isub,', '"-=": operator.sub,', "inplace"),
-    Mutant("*= computed out of place", '"*=": operator.imul,', '"*=": operator.mul,', "inplace"),
-    Mutant("/= computed out of place", '"/=": operator.itruediv,', '"/=": operator.truediv,', "inplace"),
-    Mutant("//= computed out of place", '"//=": operator.ifloordiv,', '"//=": operator.floordiv,', "inplace"),
-    Mutant("%= computed out of place", '"%=": operator.imod,', '"%=": operator.mod,', "inplace"),
-    Mutant("&= computed out of place", '"&=": operator.iand,', '"&=": operator.and_,', "inplace"),
-    Mutant("|= computed out of place", '"|=": operator.ior,', '"|=": operator.or_,', "inplace"),
-    Mutant("^= computed out of place", '"^=": operator.ixor,', '"^=": operator.xor,', "inplace"),
-    Mutant("<<= computed out of place", '"<<=": operator.ilshift,', '"<<=": operator.lshift,', "inplace"),
-    Mutant(">>= computed out of place", '">>=": operator.irshift,', '">>=": operator.rshift,', "inplace"),
+    *(Mutant(f"{symbol} computed out of place", f'"{symbol}": operator.{inplace},', f'"{symbol}": operator.{plain},',
+             "inplace")
+      for symbol, inplace, plain in [("-=", "isub", "sub"), ("*=", "imul", "mul"), ("/=", "itruediv", "truediv"),
+                                     ("//=", "ifloordiv", "floordiv"), ("%=", "imod", "mod"), ("&=", "iand", "and_"),
+                                     ("|=", "ior", "or_"), ("^=", "ixor", "xor"), ("<<=", "ilshift", "lshift"),
+                                     (">>=", "irshift", "rshift")]),
     Mutant("<< and >> swapped", '"<<": operator.lshift,', '"<<": operator.rshift,', "shift"),
     Mutant("** as the builtin pow", '"**": operator.pow,', '"**": pow,', "pow"),
     Mutant("BINARY_OP strips the '=' of an in-place operator in a loop that never advances (hangs)",
